@@ -1,0 +1,72 @@
+import type { FastifyError } from 'fastify';
+
+/** `details` entry of the error body: which field broke which rule. */
+export interface ErrorDetail {
+  field: string;
+  rule: string;
+  message?: string;
+}
+
+export type ErrorCode =
+  | 'invalid_request'
+  | 'invalid_json'
+  | 'unsupported_media_type'
+  | 'payload_too_large'
+  | 'unauthorized'
+  | 'insufficient_credits'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'service_unavailable'
+  | 'internal_error';
+
+/**
+ * Every rejected request gets this one body:
+ * {"success":false,"error":{"code","message","details":[{"field","rule","message"}]}}
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: ErrorDetail[] = [],
+  ) {
+    super(message);
+  }
+
+  toBody() {
+    return { success: false as const, error: { code: this.code, message: this.message, details: this.details } };
+  }
+}
+
+export const invalidRequest = (details: ErrorDetail[], message?: string) =>
+  new ApiError(
+    400,
+    'invalid_request',
+    message ?? (details.length === 1 && details[0]!.message ? details[0]!.message : `the request has ${details.length} invalid fields`),
+    details,
+  );
+
+export const unauthorized = (message: string) => new ApiError(401, 'unauthorized', message, [{ field: 'x-api-key', rule: 'valid_api_key' }]);
+
+export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);
+
+/** Maps fastify's own errors (body parsing, size, media type) to our body; anything else is a 500. */
+export function toApiError(error: FastifyError | Error): ApiError {
+  if (error instanceof ApiError) return error;
+  const code = (error as FastifyError).code;
+  switch (code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError(400, 'invalid_json', `the body is not valid JSON: ${error.message}`, [{ field: '', rule: 'json' }]);
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError(413, 'payload_too_large', error.message, [{ field: '', rule: 'max_body_size' }]);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError(415, 'unsupported_media_type', 'send the body as Content-Type: application/json', [{ field: 'content-type', rule: 'application/json' }]);
+  }
+  // Errors thrown by JSON.parse inside fastify's parser carry statusCode 400.
+  if ((error as FastifyError).statusCode === 400) {
+    return new ApiError(400, 'invalid_json', `the body is not valid JSON: ${error.message}`, [{ field: '', rule: 'json' }]);
+  }
+  return new ApiError(500, 'internal_error', 'internal error');
+}

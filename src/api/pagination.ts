@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import type { ErrorDetail } from './errors.ts';
+
+export const DEFAULT_LIMIT = 10;
+/** The largest page a client may ask for (spec 4.2 leaves it open; documented in docs/api.md). */
+export const MAX_LIMIT = 100;
+
+const integerParam = (name: string, min: number, max: number) =>
+  z
+    .string()
+    .regex(/^-?\d+$/, { message: `${name} must be an integer` })
+    .transform(Number)
+    .pipe(z.number().int().min(min, { message: `${name} must be at least ${min}` }).max(max, { message: `${name} must be at most ${max}` }));
+
+export const ListQuery = z.object({
+  limit: integerParam('limit', 1, MAX_LIMIT).default(DEFAULT_LIMIT),
+  offset: integerParam('offset', 0, Number.MAX_SAFE_INTEGER).default(0),
+});
+
+export function parseListQuery(query: unknown): { ok: true; value: { limit: number; offset: number } } | { ok: false; details: ErrorDetail[] } {
+  // A repeated parameter arrives as an array: reject rather than guess.
+  const parsed = ListQuery.safeParse(query ?? {});
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return {
+    ok: false,
+    details: parsed.error.issues.map((issue) => ({
+      field: String(issue.path[0] ?? ''),
+      rule: issue.code === 'too_small' ? 'min' : issue.code === 'too_big' ? 'max' : 'integer',
+      message: issue.code === 'invalid_type' ? `${String(issue.path[0])} must be an integer` : issue.message,
+    })),
+  };
+}
+
+export interface PageMeta {
+  totalDocs: number;
+  offset: number;
+  limit: number;
+  totalPages: number;
+  page: number;
+  pagingCounter: number;
+  hasPrevPage: boolean;
+  hasNextPage: boolean;
+  prevPage: number | null;
+  nextPage: number | null;
+}
+
+/**
+ * Offset pagination in the paginated-list shape of spec 2.3:
+ *   page = floor(offset / limit) + 1, totalPages = max(1, ceil(totalDocs / limit)),
+ *   pagingCounter = offset + 1 (1-based position of the first doc on this page),
+ *   hasPrevPage = offset > 0, hasNextPage = offset + limit < totalDocs.
+ */
+export function pageMeta(totalDocs: number, offset: number, limit: number): PageMeta {
+  const page = Math.floor(offset / limit) + 1;
+  const hasPrevPage = offset > 0;
+  const hasNextPage = offset + limit < totalDocs;
+  return {
+    totalDocs,
+    offset,
+    limit,
+    totalPages: Math.max(1, Math.ceil(totalDocs / limit)),
+    page,
+    pagingCounter: offset + 1,
+    hasPrevPage,
+    hasNextPage,
+    prevPage: hasPrevPage ? Math.max(1, page - 1) : null,
+    nextPage: hasNextPage ? page + 1 : null,
+  };
+}

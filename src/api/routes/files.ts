@@ -1,0 +1,31 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import type { ObjectStore } from '@nats-io/obj';
+import { notFound } from '../errors.ts';
+
+/** Object names are random 128-bit tokens plus an extension: the URL is the capability. */
+export const FILE_NAME = /^[A-Za-z0-9_-]{16,64}\.(png|jpg|webp)$/;
+
+const CONTENT_TYPES: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', webp: 'image/webp' };
+
+/**
+ * Output images, served from the NATS object store. No x-api-key: the links go into
+ * `output` and webhooks, and are unguessable; files never change, so clients may cache them.
+ */
+export async function fileRoutes(app: FastifyInstance, options: { images: ObjectStore }): Promise<void> {
+  app.get<{ Params: { name: string } }>('/v1/files/:name', async (request, reply) => {
+    const { name } = request.params;
+    if (!FILE_NAME.test(name)) throw notFound('file');
+    const object = await options.images.get(name);
+    if (!object) throw notFound('file');
+    const etag = `"${object.info.digest}"`;
+    reply
+      .header('content-type', CONTENT_TYPES[name.split('.').pop()!] ?? 'application/octet-stream')
+      .header('cache-control', 'public, max-age=31536000, immutable')
+      .header('etag', etag)
+      .header('x-content-type-options', 'nosniff');
+    if (request.headers['if-none-match'] === etag) return reply.code(304).send();
+    reply.header('content-length', object.info.size);
+    return reply.send(Readable.fromWeb(object.data as import('node:stream/web').ReadableStream<Uint8Array>));
+  });
+}

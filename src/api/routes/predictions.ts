@@ -1,0 +1,87 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Database } from '../../store/database.ts';
+import { getPrediction, InsufficientCreditsError, listPredictions } from '../../store/predictions.ts';
+import type { OutboxRelay } from '../../queue/outbox-relay.ts';
+import { submitPrediction } from '../../predictions/create.ts';
+import { parseCreateBody } from '../../workflows/validate.ts';
+import { principalOf, requireApiKey } from '../auth.ts';
+import { ApiError, invalidRequest, notFound } from '../errors.ts';
+import { pageMeta, parseListQuery } from '../pagination.ts';
+
+export interface PredictionRoutesOptions {
+  db: Database;
+  relay: OutboxRelay;
+  allowPrivateUrls: boolean;
+  bodyLimit: number;
+}
+
+/** The prediction API of spec 4: create (POST, and GET for outpainting), get, list. */
+export async function predictionRoutes(app: FastifyInstance, options: PredictionRoutesOptions): Promise<void> {
+  const { db, relay } = options;
+  app.decorateRequest('principal', null);
+  app.addHook('onRequest', requireApiKey(db));
+
+  async function create(request: FastifyRequest, body: unknown) {
+    const principal = principalOf(request);
+    const parsed = parseCreateBody(body, { allowPrivateUrls: options.allowPrivateUrls });
+    if (!parsed.ok) throw invalidRequest(parsed.issues);
+    try {
+      const record = await submitPrediction({ db, relay }, principal.userId, parsed.value);
+      request.log.info({ predictionId: record.id, workflow: parsed.value.workflow, credits: record.credits }, 'prediction created');
+      return { success: true, data: record };
+    } catch (error) {
+      if (error instanceof InsufficientCreditsError) {
+        throw new ApiError(402, 'insufficient_credits', error.message, [{ field: 'credits', rule: 'balance', message: error.message }]);
+      }
+      throw error;
+    }
+  }
+
+  app.post('/v1/predictions/queue', async (request) => create(request, request.body));
+
+  // Spec 4.3 names GET for outpainting and shows a JSON body; fastify does not parse
+  // bodies on GET, so the body is read here with the same size limit.
+  app.get('/v1/predictions/queue', async (request) => {
+    const body = await readJsonBody(request, options.bodyLimit);
+    if (body === null || typeof body !== 'object' || Array.isArray(body) || (body as { workflow?: unknown }).workflow !== 'outpainting') {
+      throw new ApiError(405, 'method_not_allowed', 'GET /v1/predictions/queue accepts only an outpainting body; use POST for every workflow', [
+        { field: 'workflow', rule: 'get_only_outpainting' },
+      ]);
+    }
+    return create(request, body);
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/predictions/:id', async (request) => {
+    const record = await getPrediction(db, principalOf(request).userId, request.params.id);
+    if (!record) throw notFound('prediction');
+    return { success: true, data: record };
+  });
+
+  app.get('/v1/predictions', async (request) => {
+    const query = parseListQuery(request.query);
+    if (!query.ok) throw invalidRequest(query.details);
+    const { limit, offset } = query.value;
+    const { docs, totalDocs } = await listPredictions(db, principalOf(request).userId, { limit, offset });
+    return { data: { docs, ...pageMeta(totalDocs, offset, limit) } };
+  });
+}
+
+async function readJsonBody(request: FastifyRequest, limit: number): Promise<unknown> {
+  const type = request.headers['content-type'];
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request.raw) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw new ApiError(413, 'payload_too_large', `the body exceeds ${limit} bytes`, [{ field: '', rule: 'max_body_size' }]);
+    chunks.push(chunk as Buffer);
+  }
+  if (size === 0) return null;
+  if (type && !/^application\/(.+\+)?json\b/i.test(type)) {
+    throw new ApiError(415, 'unsupported_media_type', 'send the body as Content-Type: application/json', [{ field: 'content-type', rule: 'application/json' }]);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch (error) {
+    throw new ApiError(400, 'invalid_json', `the body is not valid JSON: ${(error as Error).message}`, [{ field: '', rule: 'json' }]);
+  }
+}

@@ -1,0 +1,108 @@
+import path from 'node:path';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { startApiService } from './runtime/api-service.ts';
+import { NatsServerMissingError, startLocalNats, type LocalNats } from './runtime/local-nats.ts';
+import { startWorkerService } from './runtime/worker-service.ts';
+
+const USAGE = `qr-art <command>
+
+Commands:
+  start     everything on one machine: API, one worker, a local nats-server (unless NATS_URL), embedded database
+  serve     the HTTP API and its background consumers (needs NATS_URL)
+  worker    a worker daemon pulling jobs (needs NATS_URL)
+  keys      manage users, API keys and credits (qr-art keys --help)
+
+Configuration is read from the environment: see README.md.`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'start':
+        return await start(loadConfig());
+      case 'serve':
+        return await serve(loadConfig());
+      case 'worker':
+        return await worker(loadConfig());
+      case 'keys': {
+        const { keysCommand } = await import('./cli/keys.ts');
+        return await keysCommand(rest, loadConfig());
+      }
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        console.log(USAGE);
+        return command === undefined ? 1 : 0;
+      default:
+        console.error(`unknown command '${command}'\n\n${USAGE}`);
+        return 1;
+    }
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof NatsServerMissingError) {
+      console.error(error.message);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+function requireNatsUrl(config: Config): string {
+  if (!config.NATS_URL) throw new ConfigError('NATS_URL is required for this command (or use `qr-art start`, which runs a local nats-server)');
+  return config.NATS_URL;
+}
+
+async function serve(config: Config): Promise<number> {
+  const logger = createLogger(config.LOG_LEVEL, 'api');
+  const api = await startApiService({ config, natsUrl: requireNatsUrl(config), logger });
+  return untilSignal(logger, [() => api.stop()]);
+}
+
+async function worker(config: Config): Promise<number> {
+  const logger = createLogger(config.LOG_LEVEL, 'worker');
+  const service = await startWorkerService({ config, natsUrl: requireNatsUrl(config), logger });
+  return untilSignal(logger, [() => service.stop()]);
+}
+
+async function start(config: Config): Promise<number> {
+  const logger = createLogger(config.LOG_LEVEL, 'qr-art');
+  let nats: LocalNats | null = null;
+  let natsUrl = config.NATS_URL;
+  if (!natsUrl) {
+    nats = await startLocalNats(path.join(config.DATA_DIR, 'nats'));
+    natsUrl = nats.url;
+    logger.info({ url: nats.url, monitor: nats.monitorUrl }, 'local nats-server started');
+  }
+  const workerService = await startWorkerService({ config, natsUrl, logger: logger.child({ role: 'worker' }) });
+  const api = await startApiService({
+    config,
+    natsUrl,
+    logger: logger.child({ role: 'api' }),
+    extraReadiness: { worker: async () => workerService.daemon.ready() },
+  });
+  logger.info({ address: api.address, docs: `${api.address}/docs` }, 'qr-art is up');
+  return untilSignal(logger, [() => api.stop(), () => workerService.stop(), async () => nats?.stop()]);
+}
+
+/** Graceful shutdown: on SIGTERM/SIGINT run the stoppers in order, then exit. */
+function untilSignal(logger: Logger, stoppers: (() => Promise<unknown>)[]): Promise<number> {
+  return new Promise((resolve) => {
+    let stopping = false;
+    const onSignal = async (signal: NodeJS.Signals) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'shutting down');
+      for (const stop of stoppers) {
+        try {
+          await stop();
+        } catch (error) {
+          logger.error({ err: error }, 'error during shutdown');
+        }
+      }
+      resolve(0);
+    };
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+  });
+}

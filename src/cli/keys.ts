@@ -1,0 +1,94 @@
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import type { Config } from '../config.ts';
+import { addApiKey, AccountError, balanceOf, ensureUser, generateApiKey, grantCredits, listAccounts, revokeApiKey } from '../store/accounts.ts';
+import { openDatabase } from '../store/database.ts';
+
+const USAGE = `qr-art keys <action>
+
+  create --user ID [--credits N] [--label TEXT] [--key KEY]   create the user if new, mint (or store) a key, grant credits
+  credit --user ID --credits N                                 add credits to a user
+  list                                                         users, balances and keys (never the keys themselves)
+  revoke --key-id KEY_ID                                       revoke a key
+
+Uses DATABASE_URL, or the embedded database in DATA_DIR. The service may be running: with
+the embedded database, stop it first (PGlite allows one process at a time).`;
+
+/** Credits given on the command line ("12.5") as integer cents, refusing fractions of a cent. */
+function parseCredits(value: string | undefined): number {
+  if (value === undefined) return 0;
+  if (!/^\d+(\.\d{1,2})?$/.test(value)) throw new AccountError('--credits must be a non-negative number with at most two decimals', 'invalid_amount');
+  return Math.round(Number(value) * 100);
+}
+
+export async function keysCommand(argv: string[], config: Config): Promise<number> {
+  const [action, ...rest] = argv;
+  if (!action || action === '--help' || action === 'help') {
+    console.log(USAGE);
+    return action ? 0 : 1;
+  }
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      user: { type: 'string' },
+      credits: { type: 'string' },
+      label: { type: 'string' },
+      key: { type: 'string' },
+      'key-id': { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: path.join(config.DATA_DIR, 'pglite') });
+  try {
+    switch (action) {
+      case 'create': {
+        if (!values.user) throw new AccountError('--user is required', 'unknown_user');
+        const cents = parseCredits(values.credits);
+        const apiKey = values.key ?? generateApiKey();
+        await ensureUser(db, values.user);
+        const keyId = await addApiKey(db, values.user, apiKey, values.label ?? null);
+        const balance = cents > 0 ? await grantCredits(db, values.user, cents) : await balanceOf(db, values.user);
+        print(values.json, { userId: values.user, keyId, apiKey, credits: balance / 100 }, `user ${values.user}  key id ${keyId}  credits ${balance / 100}\nAPI key (shown once): ${apiKey}`);
+        return 0;
+      }
+      case 'credit': {
+        if (!values.user) throw new AccountError('--user is required', 'unknown_user');
+        const balance = await grantCredits(db, values.user, parseCredits(values.credits));
+        print(values.json, { userId: values.user, credits: balance / 100 }, `user ${values.user}  credits ${balance / 100}`);
+        return 0;
+      }
+      case 'list': {
+        const accounts = await listAccounts(db);
+        const text = accounts
+          .map((account) =>
+            [`${account.userId}  credits ${account.balanceCents / 100}`, ...account.keys.map((key) => `  ${key.keyId}  ${key.label ?? ''}  created ${key.createdAt}${key.revokedAt ? `  REVOKED ${key.revokedAt}` : ''}`)].join('\n'),
+          )
+          .join('\n');
+        print(values.json, accounts.map((a) => ({ ...a, credits: a.balanceCents / 100 })), text || '(no users)');
+        return 0;
+      }
+      case 'revoke': {
+        if (!values['key-id']) throw new AccountError('--key-id is required', 'unknown_key');
+        await revokeApiKey(db, values['key-id']);
+        print(values.json, { keyId: values['key-id'], revoked: true }, `revoked ${values['key-id']}`);
+        return 0;
+      }
+      default:
+        console.error(`unknown action '${action}'\n\n${USAGE}`);
+        return 1;
+    }
+  } catch (error) {
+    if (error instanceof AccountError) {
+      console.error(error.message);
+      return 1;
+    }
+    throw error;
+  } finally {
+    await db.close();
+  }
+}
+
+function print(json: boolean | undefined, value: unknown, text: string): void {
+  console.log(json ? JSON.stringify(value, null, 2) : text);
+}

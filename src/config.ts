@@ -1,0 +1,68 @@
+import { z } from 'zod';
+
+const boolean = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
+  .transform((value) => value === 'true' || value === '1' || value === 'yes');
+
+const milliseconds = z.coerce.number().int().positive();
+
+/** Every environment variable the service reads, validated once at start. */
+export const ConfigSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().default('0.0.0.0'),
+  /** Base of the URLs put in `output` (image files); defaults to http://localhost:PORT. */
+  PUBLIC_BASE_URL: z.url().optional(),
+  DATA_DIR: z.string().default('./data'),
+  /** PostgreSQL server; when unset, the embedded PGlite database in DATA_DIR/pglite is used. */
+  DATABASE_URL: z.string().optional(),
+  /** NATS servers, comma separated; when unset, `start` runs a local nats-server. */
+  NATS_URL: z.string().optional(),
+  /** Standard Webhooks secret (whsec_…); when unset one is generated and kept in DATA_DIR. */
+  WEBHOOK_SECRET: z.string().optional(),
+  WEBHOOK_RETRY_SCHEDULE_MS: z.string().optional(),
+  WEBHOOK_TIMEOUT_MS: milliseconds.default(10_000),
+  /** Development and tests only: allow http and loopback/private targets for webhooks and fetched images. */
+  ALLOW_PRIVATE_URLS: boolean.default(false),
+  /** userId:apiKey:credits,… seeded at start (idempotent). */
+  API_KEYS: z.string().optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
+  JOB_ACK_WAIT_MS: milliseconds.default(60_000),
+  JOB_MAX_DELIVER: z.coerce.number().int().min(1).max(100).default(3),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+  WORKER_ID: z.string().optional(),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''));
+  const parsed = ConfigSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}
+
+export function publicBaseUrl(config: Config, listeningPort?: number): string {
+  return (config.PUBLIC_BASE_URL ?? `http://localhost:${listeningPort ?? config.PORT}`).replace(/\/+$/, '');
+}
+
+export function parseApiKeysSpec(spec: string | undefined): { userId: string; apiKey: string; credits: number }[] {
+  if (!spec) return [];
+  return spec
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const [userId, apiKey, credits, ...rest] = entry.split(':');
+      const amount = Number(credits ?? '0');
+      if (!userId || !apiKey || rest.length > 0 || !Number.isFinite(amount) || amount < 0) {
+        throw new ConfigError(`API_KEYS entry "${entry.replace(/:[^:]*:/, ':***:')}" is not userId:apiKey:credits`);
+      }
+      return { userId, apiKey, credits: amount };
+    });
+}

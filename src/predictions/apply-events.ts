@@ -1,0 +1,50 @@
+import type { Logger } from 'pino';
+import type { JsMsg } from '@nats-io/jetstream';
+import type { Database } from '../store/database.ts';
+import { applyTransition, transitionFromEvent } from '../store/predictions.ts';
+import type { Queue } from '../queue/connection.ts';
+import { runConsumer, type RunningConsumer } from '../queue/consume.ts';
+import type { OutboxRelay } from '../queue/outbox-relay.ts';
+import { StatusEvent } from '../queue/schemas.ts';
+import { CONSUMERS, STREAMS } from '../queue/subjects.ts';
+import { webhookDeliveryFor } from './webhook-delivery.ts';
+
+/**
+ * Applies worker status events to the records. Idempotent and monotonic (the store
+ * refuses to move a record backwards or twice into one state), so redelivered or
+ * reordered events are harmless; the message is acked only after the transaction commits.
+ */
+export function startEventApplier(deps: { db: Database; queue: Queue; relay: OutboxRelay; logger: Logger; publicBaseUrl: () => string }): RunningConsumer {
+  const logger = deps.logger.child({ component: 'event-applier' });
+  return runConsumer({
+    js: deps.queue.js,
+    stream: STREAMS.events,
+    consumer: CONSUMERS.eventApplier,
+    logger,
+    handle: async (msg: JsMsg) => {
+      const parsed = StatusEvent.safeParse(safeJson(msg));
+      if (!parsed.success) {
+        logger.error({ subject: msg.subject, issues: parsed.error.issues }, 'malformed status event dropped');
+        msg.term();
+        return;
+      }
+      const event = parsed.data;
+      const change = await applyTransition(deps.db, event.predictionId, transitionFromEvent(event, (name) => `${deps.publicBaseUrl()}/v1/files/${name}`), webhookDeliveryFor);
+      if (change.applied) {
+        logger.info({ predictionId: event.predictionId, status: event.status, workerId: event.workerId }, 'prediction status changed');
+        if (change.webhook) deps.relay.kick();
+      } else {
+        logger.debug({ predictionId: event.predictionId, status: event.status, current: change.current }, 'status event ignored');
+      }
+      msg.ack();
+    },
+  });
+}
+
+export function safeJson(msg: { data: Uint8Array }): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(msg.data));
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,62 @@
+import type { Logger } from 'pino';
+import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
+
+export interface RunningConsumer {
+  /** Stops pulling, waits for the messages in hand to be handled. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Pulls from a durable consumer until stopped, handling up to `concurrency` messages at a
+ * time. The handler owns ack/nak/term; a handler that throws gets its message nak'ed with
+ * a short delay so nothing is lost. Survives NATS restarts: the pull is re-established.
+ */
+export function runConsumer(options: {
+  js: JetStreamClient;
+  stream: string;
+  consumer: string;
+  logger: Logger;
+  concurrency?: number;
+  handle: (msg: JsMsg) => Promise<void>;
+}): RunningConsumer {
+  const { js, stream, consumer, logger, handle } = options;
+  const concurrency = options.concurrency ?? 1;
+  const inFlight = new Set<Promise<void>>();
+  let messages: ConsumerMessages | null = null;
+  let stopped = false;
+
+  const handleSafely = async (msg: JsMsg): Promise<void> => {
+    try {
+      await handle(msg);
+    } catch (error) {
+      logger.error({ err: error, stream, consumer, subject: msg.subject }, 'message handler failed; redelivering');
+      msg.nak(1000);
+    }
+  };
+
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        const source = await js.consumers.get(stream, consumer);
+        messages = await source.consume({ max_messages: Math.max(concurrency, 1) });
+        for await (const msg of messages) {
+          const task = handleSafely(msg).finally(() => inFlight.delete(task));
+          inFlight.add(task);
+          if (inFlight.size >= concurrency) await Promise.race(inFlight);
+        }
+      } catch (error) {
+        if (!stopped) logger.warn({ err: error, stream, consumer }, 'consumer interrupted; resubscribing');
+      }
+      if (!stopped) await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  })();
+
+  return {
+    async stop() {
+      stopped = true;
+      await messages?.close().catch(() => undefined);
+      await loop;
+      await Promise.all(inFlight);
+    },
+  };
+}

@@ -1,0 +1,78 @@
+import { z } from 'zod';
+
+/**
+ * The messages that cross NATS. The API and the workers import this one module, so a
+ * change to a payload is a change to one schema, checked on both sides.
+ */
+
+export const WORKFLOW_NAME = z.string().min(1);
+
+/** Published by the API (through the outbox) to `qrart.jobs.<workflow token>`; Nats-Msg-Id = id. */
+export const JobMessage = z.object({
+  id: z.string().min(1),
+  userId: z.string().min(1),
+  workflow: WORKFLOW_NAME,
+  /** The normalized, defaulted input (seed resolved), exactly as echoed to the client. */
+  input: z.record(z.string(), z.unknown()),
+  imageCount: z.number().int().min(1),
+  createdAt: z.iso.datetime(),
+});
+export type JobMessage = z.infer<typeof JobMessage>;
+
+export const PredictionError = z.object({
+  code: z.string().min(1),
+  message: z.string().min(1),
+});
+export type PredictionError = z.infer<typeof PredictionError>;
+
+/** Text the spec puts in `output` when the result is rejected for NSFW content. */
+export const NSFW_OUTPUT = 'NSFW contents detected!';
+export const NSFW_ERROR: PredictionError = {
+  code: 'nsfw_content',
+  message: 'NSFW content detected. Try running it again, or try a different prompt. Credits are still deducted because GPU compute was used.',
+};
+
+/** The output object of a successful prediction: image URLs in request order. */
+export const PredictionOutput = z.object({
+  images: z.array(z.string().min(1)).min(1),
+});
+export type PredictionOutput = z.infer<typeof PredictionOutput>;
+
+const eventBase = {
+  predictionId: z.string().min(1),
+  /** When the worker observed the transition (ISO 8601 UTC). */
+  at: z.iso.datetime(),
+  workerId: z.string().min(1),
+};
+
+/** Published by workers to `qrart.events.<predictionId>`. */
+export const StatusEvent = z.discriminatedUnion('status', [
+  z.object({ ...eventBase, status: z.literal('executing') }),
+  z.object({
+    ...eventBase,
+    status: z.literal('executed'),
+    /** Object-store names of the output images, in request order; the API turns them into URLs. */
+    images: z.array(z.string().regex(/^[A-Za-z0-9_-]{16,64}\.(png|jpg|webp)$/)).min(1),
+    isScanables: z.array(z.boolean()),
+  }),
+  z.object({
+    ...eventBase,
+    status: z.literal('failed'),
+    error: PredictionError,
+    /** NSFW rejections are not refunded (spec 7); every other failure is. */
+    nsfw: z.boolean().default(false),
+  }),
+]);
+export type StatusEvent = z.infer<typeof StatusEvent>;
+export type StatusEventInput = z.input<typeof StatusEvent>;
+
+/** One webhook delivery, queued on `qrart.webhooks.<predictionId>` with Nats-Msg-Id = deliveryId. */
+export const WebhookDelivery = z.object({
+  deliveryId: z.string().min(1),
+  predictionId: z.string().min(1),
+  status: z.enum(['executing', 'executed', 'failed']),
+  url: z.string().min(1),
+  /** The get-prediction response body at the moment of the transition, serialized once. */
+  body: z.string(),
+});
+export type WebhookDelivery = z.infer<typeof WebhookDelivery>;

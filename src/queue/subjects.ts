@@ -1,0 +1,28 @@
+/** Stream, subject and consumer names: the whole NATS topology in one place. */
+export const STREAMS = {
+  jobs: 'QRART_JOBS',
+  events: 'QRART_EVENTS',
+  webhooks: 'QRART_WEBHOOKS',
+  jobAdvisories: 'QRART_JOB_ADVISORIES',
+} as const;
+
+export const CONSUMERS = {
+  /** Shared by every worker; WorkQueue streams hand each job to one of them. */
+  workers: 'workers',
+  eventApplier: 'api-event-applier',
+  webhookDispatcher: 'webhook-dispatcher',
+  maxDeliveries: 'api-max-deliveries',
+} as const;
+
+export const OBJECT_BUCKET = 'qrart-images';
+
+export const subjects = {
+  jobsAll: 'qrart.jobs.>',
+  job: (workflowToken: string) => `qrart.jobs.${workflowToken}`,
+  eventsAll: 'qrart.events.>',
+  event: (predictionId: string) => `qrart.events.${predictionId}`,
+  webhooksAll: 'qrart.webhooks.>',
+  webhook: (predictionId: string) => `qrart.webhooks.${predictionId}`,
+  /** The server's advisory when a job has been delivered MaxDeliver times without an ack. */
+  jobMaxDeliveries: `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.QRART_JOBS.${'workers'}`,
+} as const;

@@ -1,0 +1,107 @@
+import { nanos } from '@nats-io/nats-core';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerConfig,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
+import { CONSUMERS, STREAMS, subjects } from './subjects.ts';
+
+export interface TopologyOptions {
+  /** How long a worker may hold a job without heartbeat before it is redelivered. */
+  jobAckWaitMs: number;
+  /** Deliveries of one job before it is given up (and the prediction failed and refunded). */
+  jobMaxDeliver: number;
+}
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Creates or updates every stream and durable consumer. The API and the workers both call
+ * it at start, so whichever starts first leaves the same topology.
+ */
+export async function ensureTopology(jsm: JetStreamManager, options: TopologyOptions): Promise<void> {
+  await ensureStream(jsm, {
+    name: STREAMS.jobs,
+    subjects: [subjects.jobsAll],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    // The outbox may republish after a crash; within this window the server drops the copy.
+    duplicate_window: nanos(30 * 60 * 1000),
+  });
+  await ensureStream(jsm, {
+    name: STREAMS.events,
+    subjects: [subjects.eventsAll],
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    max_age: nanos(7 * DAY_MS),
+    duplicate_window: nanos(30 * 60 * 1000),
+  });
+  await ensureStream(jsm, {
+    name: STREAMS.webhooks,
+    subjects: [subjects.webhooksAll],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    duplicate_window: nanos(30 * 60 * 1000),
+  });
+  // Advisories are plain NATS messages; capturing them in a stream means a MaxDeliver
+  // that happens while the API is down is still handled when it comes back.
+  await ensureStream(jsm, {
+    name: STREAMS.jobAdvisories,
+    subjects: [subjects.jobMaxDeliveries],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+  });
+
+  await ensureConsumer(jsm, STREAMS.jobs, {
+    durable_name: CONSUMERS.workers,
+    ack_policy: AckPolicy.Explicit,
+    ack_wait: nanos(options.jobAckWaitMs),
+    max_deliver: options.jobMaxDeliver,
+    max_ack_pending: -1,
+  });
+  await ensureConsumer(jsm, STREAMS.events, {
+    durable_name: CONSUMERS.eventApplier,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: nanos(30_000),
+    max_deliver: -1,
+  });
+  await ensureConsumer(jsm, STREAMS.webhooks, {
+    durable_name: CONSUMERS.webhookDispatcher,
+    ack_policy: AckPolicy.Explicit,
+    // Longer than one delivery attempt's timeout; retries are scheduled with nak(delay).
+    ack_wait: nanos(60_000),
+    max_deliver: -1,
+    max_ack_pending: 1000,
+  });
+  await ensureConsumer(jsm, STREAMS.jobAdvisories, {
+    durable_name: CONSUMERS.maxDeliveries,
+    ack_policy: AckPolicy.Explicit,
+    ack_wait: nanos(30_000),
+    max_deliver: -1,
+  });
+}
+
+async function ensureStream(jsm: JetStreamManager, config: Partial<StreamConfig> & { name: string }): Promise<void> {
+  const existing = await jsm.streams.info(config.name).catch(() => null);
+  if (!existing) {
+    await jsm.streams.add(config);
+    return;
+  }
+  const { retention: _retention, storage: _storage, ...changeable } = config;
+  await jsm.streams.update(config.name, changeable);
+}
+
+async function ensureConsumer(jsm: JetStreamManager, stream: string, config: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
+  const existing = await jsm.consumers.info(stream, config.durable_name).catch(() => null);
+  if (!existing) {
+    await jsm.consumers.add(stream, config);
+    return;
+  }
+  const { durable_name, deliver_policy: _deliverPolicy, ack_policy: _ackPolicy, ...changeable } = config;
+  await jsm.consumers.update(stream, durable_name, changeable);
+}

@@ -1,0 +1,67 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import path from 'node:path';
+
+export interface LocalNats {
+  url: string;
+  monitorUrl: string;
+  stop(): Promise<void>;
+}
+
+export class NatsServerMissingError extends Error {
+  constructor(binary: string) {
+    super(
+      `'${binary}' was not found. The one-machine setup runs a local NATS server with JetStream.\n` +
+        '  Debian/Ubuntu:  sudo apt-get install -y nats-server\n' +
+        '  macOS:          brew install nats-server\n' +
+        '  or point NATS_URL at an existing server (JetStream enabled), or set NATS_SERVER_BIN to the binary.',
+    );
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Runs `nats-server -js` on free loopback ports with its store under storeDir; resolves when it accepts clients. */
+export async function startLocalNats(storeDir: string, binary = process.env.NATS_SERVER_BIN ?? 'nats-server'): Promise<LocalNats> {
+  await mkdir(storeDir, { recursive: true });
+  const port = await freePort();
+  const monitorPort = await freePort();
+  const child: ChildProcess = spawn(
+    binary,
+    ['-js', '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', path.resolve(storeDir)],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let log = '';
+  await new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer) => {
+      log += chunk.toString();
+      if (log.includes('Server is ready')) resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'ENOENT' ? new NatsServerMissingError(binary) : error));
+    child.once('exit', (code) => reject(new Error(`nats-server exited with code ${code}:\n${log.slice(-2000)}`)));
+    setTimeout(() => reject(new Error(`nats-server did not become ready in 20 s:\n${log.slice(-2000)}`)), 20_000).unref();
+  });
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    monitorUrl: `http://127.0.0.1:${monitorPort}`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+      }),
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * One SQL surface for both back ends: node-postgres against a server when DATABASE_URL
+ * is set, PGlite (Postgres compiled to WASM, in-process) otherwise. Both speak the same
+ * dialect, so migrations and queries are written once.
+ */
+export interface QueryResult<Row> {
+  rows: Row[];
+}
+
+export interface Queryable {
+  query<Row = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>>;
+}
+
+export interface Database extends Queryable {
+  readonly kind: 'postgres' | 'pglite';
+  /** Runs fn in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Runs a script of several statements (migrations). */
+  exec(sql: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** postgres://… — when absent the embedded PGlite database in dataDir is used. */
+  databaseUrl?: string | undefined;
+  /** Folder for PGlite's files; 'memory://' keeps it in memory (tests). */
+  pgliteDir: string;
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  const db = options.databaseUrl
+    ? await (await import('./postgres.ts')).openPostgres(options.databaseUrl)
+    : await (await import('./pglite.ts')).openPglite(options.pgliteDir);
+  const { migrate } = await import('./migrations.ts');
+  await migrate(db);
+  return db;
+}

@@ -1,0 +1,100 @@
+import type { Database } from './database.ts';
+
+/**
+ * Append-only: a released migration is never edited, a change is a new entry.
+ * Money is kept in integer hundredths of a credit (cents) so 2.49 stays exact.
+ */
+const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: 'users, keys, credit ledger, predictions, outbox',
+    sql: `
+      CREATE TABLE users (
+        id            text PRIMARY KEY,
+        balance_cents bigint NOT NULL DEFAULT 0 CHECK (balance_cents >= 0),
+        created_at    timestamptz NOT NULL DEFAULT now()
+      );
+
+      CREATE TABLE api_keys (
+        id         text PRIMARY KEY,
+        user_id    text NOT NULL REFERENCES users(id),
+        key_hash   text NOT NULL UNIQUE,
+        label      text,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        revoked_at timestamptz
+      );
+      CREATE INDEX api_keys_user ON api_keys (user_id);
+
+      CREATE TABLE predictions (
+        id            text PRIMARY KEY,
+        user_id       text NOT NULL REFERENCES users(id),
+        workflow      text NOT NULL,
+        status        text NOT NULL CHECK (status IN ('queued','executing','executed','failed')),
+        input         jsonb NOT NULL,
+        output        jsonb NOT NULL DEFAULT '""'::jsonb,
+        error         jsonb,
+        refunded      boolean NOT NULL DEFAULT false,
+        credit_type   text NOT NULL DEFAULT 'API_CREDITS',
+        credits_cents bigint NOT NULL CHECK (credits_cents >= 0),
+        image_count   integer NOT NULL,
+        is_scanables  jsonb,
+        webhook       text,
+        created_at    timestamptz NOT NULL DEFAULT now(),
+        updated_at    timestamptz NOT NULL DEFAULT now(),
+        started_at    timestamptz,
+        completed_at  timestamptz
+      );
+      -- The list endpoint: one user's predictions, newest first.
+      CREATE INDEX predictions_user_newest ON predictions (user_id, created_at DESC, id DESC);
+
+      CREATE TABLE credit_ledger (
+        id            bigserial PRIMARY KEY,
+        user_id       text NOT NULL REFERENCES users(id),
+        delta_cents   bigint NOT NULL,
+        reason        text NOT NULL CHECK (reason IN ('grant','charge','refund')),
+        prediction_id text REFERENCES predictions(id),
+        created_at    timestamptz NOT NULL DEFAULT now()
+      );
+      -- A prediction is charged once and refunded at most once, whatever retries happen.
+      CREATE UNIQUE INDEX credit_ledger_once ON credit_ledger (prediction_id, reason)
+        WHERE prediction_id IS NOT NULL;
+      CREATE INDEX credit_ledger_user ON credit_ledger (user_id, id);
+
+      -- Transactional outbox: messages written with the change that causes them and
+      -- published to JetStream afterwards, so a crash between commit and publish loses nothing.
+      CREATE TABLE outbox (
+        id         bigserial PRIMARY KEY,
+        subject    text NOT NULL,
+        msg_id     text NOT NULL,
+        payload    jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+    `,
+  },
+];
+
+export async function migrate(db: Database): Promise<void> {
+  await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+  const { rows } = await db.query<{ version: number }>('SELECT version FROM schema_migrations');
+  const applied = new Set(rows.map((row) => Number(row.version)));
+  for (const migration of MIGRATIONS) {
+    if (applied.has(migration.version)) continue;
+    await db.transaction(async (tx) => {
+      // Serialises concurrent starters against one server; the loser sees the row and skips.
+      await tx.query('LOCK TABLE schema_migrations IN EXCLUSIVE MODE');
+      const { rows: done } = await tx.query('SELECT 1 FROM schema_migrations WHERE version = $1', [migration.version]);
+      if (done.length > 0) return;
+      for (const statement of splitStatements(migration.sql)) await tx.query(statement);
+      await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+    });
+  }
+}
+
+/** Migrations hold no semicolons inside literals or bodies, so splitting on ';' is exact. */
+function splitStatements(sql: string): string[] {
+  return sql
+    .split(';')
+    .map((statement) => statement.replace(/^\s*--.*$/gm, '').trim())
+    .filter((statement) => statement.length > 0);
+}

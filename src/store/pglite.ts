@@ -1,0 +1,26 @@
+import { mkdir } from 'node:fs/promises';
+import { PGlite } from '@electric-sql/pglite';
+import type { Database, Queryable, QueryResult } from './database.ts';
+
+export async function openPglite(dir: string): Promise<Database> {
+  if (!dir.startsWith('memory://')) await mkdir(dir, { recursive: true });
+  const pg = await PGlite.create(dir);
+
+  const asQueryable = (target: Pick<PGlite, 'query'>): Queryable => ({
+    async query<Row>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<Row>> {
+      const result = await target.query<Row>(sql, params as unknown[]);
+      return { rows: result.rows };
+    },
+  });
+
+  return {
+    kind: 'pglite',
+    ...asQueryable(pg),
+    // PGlite has one connection; its transaction() queues other callers until this one ends.
+    transaction: (fn) => pg.transaction((tx) => fn(asQueryable(tx))),
+    exec: async (sql) => {
+      await pg.exec(sql);
+    },
+    close: () => pg.close(),
+  };
+}

@@ -1,0 +1,240 @@
+import type { PredictionError, PredictionOutput, StatusEvent } from '../queue/schemas.ts';
+import { NSFW_OUTPUT } from '../queue/schemas.ts';
+import type { Database, Queryable } from './database.ts';
+import { enqueueOutbox, type OutboxMessage } from './outbox.ts';
+
+export type PredictionStatus = 'queued' | 'executing' | 'executed' | 'failed';
+
+/** The prediction record of spec 2.2, as the API returns it. */
+export interface PredictionRecord {
+  id: string;
+  userId: string;
+  createdAt: string;
+  startedAt: string | null;
+  updatedAt: string;
+  completedAt: string | null;
+  status: PredictionStatus;
+  input: Record<string, unknown>;
+  output: '' | PredictionOutput | string;
+  error: PredictionError | null;
+  refunded: boolean;
+  creditType: 'API_CREDITS';
+  isScanables: boolean[];
+  credits: number;
+}
+
+/** A listed record omits these fields (spec 2.3). */
+export type ListedPrediction = Omit<PredictionRecord, 'createdAt' | 'updatedAt' | 'error' | 'isScanables'>;
+
+interface PredictionRow {
+  id: string;
+  user_id: string;
+  status: PredictionStatus;
+  input: Record<string, unknown>;
+  output: PredictionRecord['output'];
+  error: PredictionError | null;
+  refunded: boolean;
+  credit_type: 'API_CREDITS';
+  credits_cents: string | number;
+  is_scanables: boolean[] | null;
+  webhook: string | null;
+  created_at: Date | string;
+  updated_at: Date | string;
+  started_at: Date | string | null;
+  completed_at: Date | string | null;
+}
+
+const COLUMNS = `id, user_id, status, input, output, error, refunded, credit_type, credits_cents,
+  is_scanables, webhook, created_at, updated_at, started_at, completed_at`;
+
+const iso = (value: Date | string): string => new Date(value).toISOString();
+const isoOrNull = (value: Date | string | null): string | null => (value === null ? null : iso(value));
+
+function toRecord(row: PredictionRow): PredictionRecord {
+  return {
+    id: row.id,
+    userId: row.user_id,
+    createdAt: iso(row.created_at),
+    startedAt: isoOrNull(row.started_at),
+    updatedAt: iso(row.updated_at),
+    completedAt: isoOrNull(row.completed_at),
+    status: row.status,
+    input: row.input,
+    output: row.output,
+    error: row.error,
+    refunded: row.refunded,
+    creditType: row.credit_type,
+    isScanables: row.is_scanables ?? [],
+    credits: Number(row.credits_cents) / 100,
+  };
+}
+
+function toListed(record: PredictionRecord): ListedPrediction {
+  const { createdAt: _c, updatedAt: _u, error: _e, isScanables: _s, ...listed } = record;
+  return listed;
+}
+
+export class InsufficientCreditsError extends Error {
+  constructor(
+    readonly requiredCents: number,
+    readonly balanceCents: number,
+  ) {
+    super(`this prediction costs ${requiredCents / 100} credits and the balance is ${balanceCents / 100}`);
+  }
+}
+
+export interface NewPrediction {
+  id: string;
+  userId: string;
+  workflow: string;
+  input: Record<string, unknown>;
+  imageCount: number;
+  costCents: number;
+  webhook: string | null;
+  /** The job message, written to the outbox in the same transaction. */
+  job: OutboxMessage;
+}
+
+/**
+ * Charges the user and records the prediction and its job in one transaction: either all
+ * three exist or none does. The conditional UPDATE takes the user's row lock, so
+ * concurrent creates are serialised on it and can never take the balance below zero.
+ */
+export async function createPrediction(db: Database, prediction: NewPrediction): Promise<PredictionRecord> {
+  return db.transaction(async (tx) => {
+    const { rows: charged } = await tx.query<{ balance_cents: string }>(
+      `UPDATE users SET balance_cents = balance_cents - $2
+        WHERE id = $1 AND balance_cents >= $2 RETURNING balance_cents`,
+      [prediction.userId, prediction.costCents],
+    );
+    if (charged.length === 0) {
+      const { rows } = await tx.query<{ balance_cents: string }>('SELECT balance_cents FROM users WHERE id = $1', [prediction.userId]);
+      throw new InsufficientCreditsError(prediction.costCents, Number(rows[0]?.balance_cents ?? 0));
+    }
+    const { rows } = await tx.query<PredictionRow>(
+      `INSERT INTO predictions (id, user_id, workflow, status, input, credits_cents, image_count, webhook)
+       VALUES ($1, $2, $3, 'queued', $4::jsonb, $5, $6, $7) RETURNING ${COLUMNS}`,
+      [
+        prediction.id,
+        prediction.userId,
+        prediction.workflow,
+        JSON.stringify(prediction.input),
+        prediction.costCents,
+        prediction.imageCount,
+        prediction.webhook,
+      ],
+    );
+    await tx.query(
+      `INSERT INTO credit_ledger (user_id, delta_cents, reason, prediction_id) VALUES ($1, $2, 'charge', $3)`,
+      [prediction.userId, -prediction.costCents, prediction.id],
+    );
+    await enqueueOutbox(tx, prediction.job);
+    return toRecord(rows[0]!);
+  });
+}
+
+/** The owner's prediction, or null for an unknown id and for another user's (never leak existence). */
+export async function getPrediction(db: Queryable, userId: string, id: string): Promise<PredictionRecord | null> {
+  const { rows } = await db.query<PredictionRow>(`SELECT ${COLUMNS} FROM predictions WHERE id = $1 AND user_id = $2`, [id, userId]);
+  return rows[0] ? toRecord(rows[0]) : null;
+}
+
+export async function listPredictions(
+  db: Queryable,
+  userId: string,
+  page: { limit: number; offset: number },
+): Promise<{ docs: ListedPrediction[]; totalDocs: number }> {
+  const [{ rows }, { rows: counted }] = await Promise.all([
+    db.query<PredictionRow>(
+      `SELECT ${COLUMNS} FROM predictions WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
+      [userId, page.limit, page.offset],
+    ),
+    db.query<{ total: string | number }>('SELECT count(*) AS total FROM predictions WHERE user_id = $1', [userId]),
+  ]);
+  return { docs: rows.map((row) => toListed(toRecord(row))), totalDocs: Number(counted[0]?.total ?? 0) };
+}
+
+const RANK: Record<PredictionStatus, number> = { queued: 0, executing: 1, executed: 2, failed: 2 };
+
+export type StatusChange =
+  | { applied: false; current: PredictionStatus | null }
+  | { applied: true; record: PredictionRecord; webhook: string | null };
+
+export type Transition =
+  | { status: 'executing'; at: string }
+  | { status: 'executed'; at: string; output: PredictionOutput; isScanables: boolean[] }
+  | { status: 'failed'; at: string; error: PredictionError; refund: boolean; output?: string };
+
+export function transitionFromEvent(event: StatusEvent, fileUrl: (name: string) => string): Transition {
+  switch (event.status) {
+    case 'executing':
+      return { status: 'executing', at: event.at };
+    case 'executed':
+      return { status: 'executed', at: event.at, output: { images: event.images.map(fileUrl) }, isScanables: event.isScanables };
+    case 'failed':
+      return event.nsfw
+        ? { status: 'failed', at: event.at, error: event.error, refund: false, output: NSFW_OUTPUT }
+        : { status: 'failed', at: event.at, error: event.error, refund: true };
+  }
+}
+
+/**
+ * Moves a prediction forward; never backwards, never twice into the same state
+ * (queued → executing → executed | failed). A failure with refund returns the charge
+ * through the ledger, whose unique index makes a second refund impossible. The webhook
+ * delivery for the change is written to the outbox in the same transaction.
+ */
+export async function applyTransition(
+  db: Database,
+  predictionId: string,
+  transition: Transition,
+  webhookFor: (record: PredictionRecord, webhook: string) => OutboxMessage,
+): Promise<StatusChange> {
+  return db.transaction(async (tx) => {
+    const { rows } = await tx.query<PredictionRow>(`SELECT ${COLUMNS} FROM predictions WHERE id = $1 FOR UPDATE`, [predictionId]);
+    const row = rows[0];
+    if (!row) return { applied: false, current: null };
+    if (RANK[transition.status] <= RANK[row.status]) return { applied: false, current: row.status };
+
+    let updated: PredictionRow[];
+    switch (transition.status) {
+      case 'executing':
+        ({ rows: updated } = await tx.query<PredictionRow>(
+          `UPDATE predictions SET status = 'executing', started_at = $2, updated_at = now()
+            WHERE id = $1 RETURNING ${COLUMNS}`,
+          [predictionId, transition.at],
+        ));
+        break;
+      case 'executed':
+        ({ rows: updated } = await tx.query<PredictionRow>(
+          `UPDATE predictions SET status = 'executed', output = $2::jsonb, is_scanables = $3::jsonb,
+              started_at = coalesce(started_at, $4), completed_at = $4, updated_at = now()
+            WHERE id = $1 RETURNING ${COLUMNS}`,
+          [predictionId, JSON.stringify(transition.output), JSON.stringify(transition.isScanables), transition.at],
+        ));
+        break;
+      case 'failed': {
+        if (transition.refund) {
+          const { rows: refunds } = await tx.query(
+            `INSERT INTO credit_ledger (user_id, delta_cents, reason, prediction_id)
+             VALUES ($1, $2, 'refund', $3) ON CONFLICT DO NOTHING RETURNING id`,
+            [row.user_id, Number(row.credits_cents), predictionId],
+          );
+          if (refunds.length > 0) {
+            await tx.query('UPDATE users SET balance_cents = balance_cents + $2 WHERE id = $1', [row.user_id, Number(row.credits_cents)]);
+          }
+        }
+        ({ rows: updated } = await tx.query<PredictionRow>(
+          `UPDATE predictions SET status = 'failed', error = $2::jsonb, output = $3::jsonb, refunded = $4,
+              completed_at = $5, updated_at = now()
+            WHERE id = $1 RETURNING ${COLUMNS}`,
+          [predictionId, JSON.stringify(transition.error), JSON.stringify(transition.output ?? ''), transition.refund, transition.at],
+        ));
+        break;
+      }
+    }
+    const record = toRecord(updated[0]!);
+    if (row.webhook) await enqueueOutbox(tx, webhookFor(record, row.webhook));
+    return { applied: true, record, webhook: row.webhook };
+  });
+}
