@@ -1,0 +1,230 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { LookupAddress } from 'node:dns';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  checkUrlSyntax,
+  isUnsafeUrlError,
+  resolveSafely,
+  safeLookup,
+  UnsafeUrlError,
+  type LookupAllFn,
+} from '../../src/net/safe-url.ts';
+
+const strict = { allowPrivate: false };
+const dev = { allowPrivate: true };
+
+function fakeLookup(table: Record<string, string[]>): LookupAllFn & { calls: string[] } {
+  const calls: string[] = [];
+  const fn = async (host: string): Promise<LookupAddress[]> => {
+    calls.push(host);
+    const addrs = table[host];
+    if (!addrs) {
+      const err = new Error(`getaddrinfo ENOTFOUND ${host}`) as NodeJS.ErrnoException;
+      err.code = 'ENOTFOUND';
+      throw err;
+    }
+    return addrs.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+  };
+  return Object.assign(fn, { calls });
+}
+
+describe('checkUrlSyntax', () => {
+  it.each([
+    ['https://example.com/hook', strict],
+    ['https://example.com:8443/hook?x=1', strict],
+    ['https://93.184.216.34/hook', strict],
+    ['https://[2606:4700:4700::1111]/hook', strict],
+    ['http://127.0.0.1:3000/hook', dev],
+    ['http://localhost:3000/hook', dev],
+  ])('accepts %s', (url, policy) => {
+    const r = checkUrlSyntax(url, policy, { httpsOnly: true });
+    expect(r.ok).toBe(true);
+    if (r.ok) expect(r.url.href).toBe(new URL(url).href);
+  });
+
+  it.each([
+    ['', /empty/],
+    ['/relative/path', /absolute/],
+    ['not a url', /absolute/],
+    ['ftp://example.com/x', /scheme ftp/],
+    ['file:///etc/passwd', /scheme file/],
+    ['javascript:alert(1)', /scheme javascript/],
+    ['http://example.com/hook', /https/],
+    ['https://user:pass@example.com/hook', /credentials/],
+    ['https://user@example.com/hook', /credentials/],
+    ['https://localhost/hook', /loopback/],
+    ['https://LOCALHOST./hook', /loopback/],
+    ['https://api.localhost/hook', /loopback/],
+    ['https://127.0.0.1/hook', /not public.*loopback/],
+    ['https://127.1/hook', /not public/], // WHATWG URL normalises to 127.0.0.1
+    ['https://0x7f000001/hook', /not public/],
+    ['https://2130706433/hook', /not public/],
+    ['https://0.0.0.0/hook', /not public/],
+    ['https://10.0.0.5/hook', /private/],
+    ['https://192.168.1.10/hook', /private/],
+    ['https://169.254.169.254/latest/meta-data', /metadata/],
+    ['https://[::1]/hook', /loopback/],
+    ['https://[::ffff:127.0.0.1]/hook', /IPv4-mapped/],
+    ['https://[::ffff:a9fe:a9fe]/hook', /metadata/],
+    ['https://[fe80::1]/hook', /link-local/],
+    ['https://[fd00::1]/hook', /unique-local/],
+    ['https://[64:ff9b::a00:1]/hook', /NAT64/],
+  ])('refuses %s', (url, reason) => {
+    const r = checkUrlSyntax(url, strict, { httpsOnly: true });
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.reason).toMatch(reason);
+  });
+
+  it('allows plain http when httpsOnly is false (still refusing private hosts)', () => {
+    expect(checkUrlSyntax('http://example.com/a.png', strict, { httpsOnly: false }).ok).toBe(true);
+    expect(checkUrlSyntax('http://10.0.0.1/a.png', strict, { httpsOnly: false }).ok).toBe(false);
+  });
+});
+
+describe('resolveSafely', () => {
+  const lookup = fakeLookup({
+    'public.example': ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946'],
+    'sneaky.example': ['10.0.0.7'],
+    'mixed.example': ['93.184.216.34', '127.0.0.1'],
+    'metadata.example': ['169.254.169.254'],
+    'mapped.example': ['::ffff:127.0.0.1'],
+    'v6local.example': ['2606:4700::1', 'fd00::5'],
+    localhost: ['127.0.0.1'],
+  });
+
+  it('returns the first checked address for a public name', async () => {
+    await expect(resolveSafely(new URL('https://public.example/x'), strict, lookup)).resolves.toEqual({
+      address: '93.184.216.34',
+      family: 4,
+    });
+  });
+
+  it.each(['sneaky.example', 'mixed.example', 'metadata.example', 'mapped.example', 'v6local.example'])(
+    'refuses %s (resolves to a non-public address)',
+    async (host) => {
+      const p = resolveSafely(new URL(`https://${host}/x`), strict, lookup);
+      await expect(p).rejects.toBeInstanceOf(UnsafeUrlError);
+      await expect(p).rejects.toThrow(new RegExp(`host ${host.replace('.', '\\.')} resolves to .* not public`));
+    },
+  );
+
+  it('allows private addresses when policy.allowPrivate', async () => {
+    await expect(resolveSafely(new URL('https://sneaky.example/x'), dev, lookup)).resolves.toEqual({
+      address: '10.0.0.7',
+      family: 4,
+    });
+  });
+
+  it('judges literal IPs without DNS', async () => {
+    const l = fakeLookup({});
+    await expect(resolveSafely(new URL('https://8.8.8.8/'), strict, l)).resolves.toEqual({ address: '8.8.8.8', family: 4 });
+    await expect(resolveSafely(new URL('https://[2606:4700:4700::1111]/'), strict, l)).resolves.toEqual({
+      address: '2606:4700:4700::1111',
+      family: 6,
+    });
+    await expect(resolveSafely(new URL('https://127.0.0.1/'), strict, l)).rejects.toBeInstanceOf(UnsafeUrlError);
+    await expect(resolveSafely(new URL('https://[::1]/'), strict, l)).rejects.toBeInstanceOf(UnsafeUrlError);
+    expect(l.calls).toEqual([]);
+  });
+
+  it('treats localhost as loopback without asking DNS', async () => {
+    const l = fakeLookup({ localhost: ['93.184.216.34'] });
+    await expect(resolveSafely(new URL('https://localhost/'), strict, l)).rejects.toThrow(/loopback/);
+    expect(l.calls).toEqual([]);
+  });
+
+  it('propagates DNS failures as non-UnsafeUrlError', async () => {
+    const p = resolveSafely(new URL('https://nope.example/'), strict, lookup);
+    await expect(p).rejects.toMatchObject({ code: 'ENOTFOUND' });
+    await expect(p).rejects.not.toBeInstanceOf(UnsafeUrlError);
+  });
+
+  it('uses the real resolver by default (localhost literal refused, 127.0.0.1 allowed in dev)', async () => {
+    await expect(resolveSafely(new URL('http://127.0.0.1/'), dev)).resolves.toEqual({ address: '127.0.0.1', family: 4 });
+    await expect(resolveSafely(new URL('https://localhost/'), strict)).rejects.toBeInstanceOf(UnsafeUrlError);
+  });
+});
+
+describe('safeLookup', () => {
+  function call(
+    fn: ReturnType<typeof safeLookup>,
+    host: string,
+    options: { all?: boolean; family?: number },
+  ): Promise<{ err: NodeJS.ErrnoException | null; address: unknown; family: unknown }> {
+    return new Promise((resolve) => fn(host, options, (err, address, family) => resolve({ err, address, family })));
+  }
+
+  const lookup = fakeLookup({
+    'public.example': ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946'],
+    'sneaky.example': ['192.168.0.10'],
+  });
+
+  it('answers single-address and all:true callers', async () => {
+    const fn = safeLookup(strict, lookup);
+    expect(await call(fn, 'public.example', {})).toEqual({ err: null, address: '93.184.216.34', family: 4 });
+    expect(await call(fn, 'public.example', { family: 6 })).toEqual({
+      err: null,
+      address: '2606:2800:220:1:248:1893:25c8:1946',
+      family: 6,
+    });
+    const all = await call(fn, 'public.example', { all: true });
+    expect(all.err).toBeNull();
+    expect(all.address).toEqual([
+      { address: '93.184.216.34', family: 4 },
+      { address: '2606:2800:220:1:248:1893:25c8:1946', family: 6 },
+    ]);
+  });
+
+  it('fails with UnsafeUrlError for private results', async () => {
+    const r = await call(safeLookup(strict, lookup), 'sneaky.example', { all: true });
+    expect(r.err).toBeInstanceOf(UnsafeUrlError);
+    expect(isUnsafeUrlError(r.err)).toBe(true);
+    expect((await call(safeLookup(dev, lookup), 'sneaky.example', {})).address).toBe('192.168.0.10');
+  });
+
+  describe('as the lookup option of http.request', () => {
+    let server: http.Server;
+    let port: number;
+    let hits = 0;
+    beforeAll(async () => {
+      server = http.createServer((_req, res) => {
+        hits++;
+        res.end('ok');
+      });
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      port = (server.address() as AddressInfo).port;
+    });
+    afterAll(async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    });
+
+    function get(host: string, policy: { allowPrivate: boolean }, l: LookupAllFn): Promise<number> {
+      return new Promise((resolve, reject) => {
+        const req = http.request({ host, port, path: '/', agent: false, lookup: safeLookup(policy, l) }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    }
+
+    it('connects to the address the lookup checked', async () => {
+      const l = fakeLookup({ 'hook.test': ['127.0.0.1'] });
+      await expect(get('hook.test', dev, l)).resolves.toBe(200);
+      expect(hits).toBe(1);
+    });
+
+    it('refuses at connect time when the name now resolves privately (DNS rebinding)', async () => {
+      // First answer (used by an up-front check) is public, the second (at connect) is loopback.
+      let n = 0;
+      const rebinding: LookupAllFn = async () => [{ address: n++ === 0 ? '93.184.216.34' : '127.0.0.1', family: 4 }];
+      await expect(resolveSafely(new URL('https://rebind.test/'), strict, rebinding)).resolves.toBeTruthy();
+      const before = hits;
+      await expect(get('rebind.test', strict, rebinding)).rejects.toBeInstanceOf(UnsafeUrlError);
+      expect(hits).toBe(before);
+    });
+  });
+});
