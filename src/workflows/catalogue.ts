@@ -1,0 +1,398 @@
+/**
+ * The workflow catalogue: one entry per workflow name with its family, NATS subject token,
+ * description, parameter ranges, defaults and cost rules.
+ *
+ * Every number that governs validation or pricing (ranges, defaults, costs, text/URL limits)
+ * lives in this file, so a maintainer edits one place. The output-size table is in sizes.ts
+ * (spec 4.1.3) and the preset names in presets.ts (spec 4.4). docs/workflows.md documents
+ * the same numbers for clients; keep them in step.
+ */
+import { isWorkflowName, type WorkflowName } from './names.ts';
+import { MAX_OUTPUT_AREA, MAX_OUTPUT_SIDE, type AspectRatio, type Resolution } from './sizes.ts';
+
+export type WorkflowFamily = 'qr-image' | 'qr-content' | 'qr-v5' | 'outpainting';
+
+/** Inclusive numeric range. `integer` tells whether fractional values are rejected. */
+export interface NumericRange {
+  readonly min: number;
+  readonly max: number;
+  readonly integer: boolean;
+}
+
+export interface RangeWithDefault extends NumericRange {
+  readonly default: number;
+}
+
+// ---------------------------------------------------------------------------
+// Limits shared by every workflow
+// ---------------------------------------------------------------------------
+
+export const LIMITS = Object.freeze({
+  /** seed: 0 .. 2^53-1 (spec 4.1.1, 4.1.2, 4.3, 8); random when absent. */
+  seed: Object.freeze({ min: 0, max: Number.MAX_SAFE_INTEGER, integer: true }) satisfies NumericRange,
+  /** Maximum length (UTF-16 code units) of qrText, prompt and negativePrompt. Our decision; the spec gives none. */
+  textMaxLength: 2000,
+  /** Maximum length of any URL field (qrImage, image, webhook). */
+  urlMaxLength: 2048,
+  /** QR error-correction level used for the qrContent capacity check (the generator encodes at H). */
+  qrErrorCorrectionLevel: 'H' as const,
+  /**
+   * Capacity of the largest QR code (version 40) at level H, per encoding mode. Not a policy
+   * knob: it is what the QR standard allows. Used to skip the encoder for hopeless inputs and
+   * in messages; the real check encodes the text with the qrcode package.
+   */
+  qrCapacityAtH: Object.freeze({ numeric: 3057, alphanumeric: 1852, byte: 1273 }),
+});
+
+// ---------------------------------------------------------------------------
+// Enumerations of the v5 and outpainting bodies (non-numeric, kept here with the rest)
+// ---------------------------------------------------------------------------
+
+export const V5_MODELS = ['universal', 'niji', 'dream', 'real'] as const;
+export type V5Model = (typeof V5_MODELS)[number];
+
+export const ENHANCE_VALUES = ['face'] as const;
+export type EnhanceValue = (typeof ENHANCE_VALUES)[number];
+
+/** Values of qrCodePartern (the field name is spelled as in the spec). */
+export const QR_CODE_PATTERNS = [
+  's1', 's2', 's3',
+  'rd1', 'rd2', 'rd3',
+  'd1', 'd2', 'd3',
+  'r1', 'r2', 'r3',
+  'c1', 'c2', 'c3',
+  'sq1', 'sq2', 'sq3',
+] as const;
+export type QrCodePattern = (typeof QR_CODE_PATTERNS)[number];
+
+export const OUTPAINTING_TYPES = ['one_shot', 'multi_shots'] as const;
+export type OutpaintingType = (typeof OUTPAINTING_TYPES)[number];
+
+// ---------------------------------------------------------------------------
+// Cost rules. All amounts are integer cents: hundredths of a credit (2.49 credits = 249).
+// ---------------------------------------------------------------------------
+
+/** A fixed price per prediction (one image). */
+export interface FlatCost {
+  readonly kind: 'flat';
+  readonly cents: number;
+}
+
+/** A price per image; multiplied by batchSize. */
+export interface PerImageCost {
+  readonly kind: 'per_image';
+  readonly centsPerImage: number;
+}
+
+/**
+ * v5 pricing: centsPerImage at SD, multiplied by the resolution factor (percent) and rounded
+ * half up to a whole cent, plus enhanceFaceCentsPerImage when enhance = face; all multiplied
+ * by batchSize.
+ */
+export interface PerImageByResolutionCost {
+  readonly kind: 'per_image_by_resolution';
+  readonly centsPerImage: number;
+  readonly resolutionFactorPercent: Readonly<Record<Resolution, number>>;
+  readonly enhanceFaceCentsPerImage: number;
+}
+
+/** Outpainting: a fixed price that depends on `type`. */
+export interface ByTypeCost {
+  readonly kind: 'by_type';
+  readonly cents: Readonly<Record<OutpaintingType, number>>;
+}
+
+export type CostRule = FlatCost | PerImageCost | PerImageByResolutionCost | ByTypeCost;
+
+// ---------------------------------------------------------------------------
+// Entries
+// ---------------------------------------------------------------------------
+
+interface EntryBase<F extends WorkflowFamily> {
+  readonly name: WorkflowName;
+  readonly family: F;
+  /** NATS-safe token derived from the name: only [A-Za-z0-9_-] (no dots, spaces or wildcards). */
+  readonly subjectToken: string;
+  /** Version label of spec section 9 ('1', '1.1', ..., '5s'; 'outpainting'). */
+  readonly version: string;
+  readonly description: string;
+  /**
+   * Static defaults filled into the normalized input when a field is absent. Dynamic
+   * defaults (a random seed, the centred qrX / qrY of v5) are not listed here.
+   */
+  readonly defaults: Readonly<Record<string, string | number>>;
+}
+
+/** v1, v1.1, v2, v3a, v3b: the client supplies a QR image URL in qrImage. */
+export interface QrImageEntry extends EntryBase<'qr-image'> {
+  readonly params: {
+    readonly qrStrength: RangeWithDefault;
+    readonly qrSteps: RangeWithDefault;
+  };
+  readonly cost: FlatCost;
+}
+
+/** v4, v4s, v4real, v4niji, v4dream: the service encodes qrContent. */
+export interface QrContentEntry extends EntryBase<'qr-content'> {
+  readonly params: {
+    readonly qrStrength: RangeWithDefault;
+    /** null: the workflow does not accept qrSteps (v4); a sent value is dropped. */
+    readonly qrSteps: RangeWithDefault | null;
+    readonly batchSize: RangeWithDefault;
+  };
+  readonly cost: PerImageCost;
+}
+
+/** v5, v5s. */
+export interface QrV5Entry extends EntryBase<'qr-v5'> {
+  readonly params: {
+    readonly steps: RangeWithDefault;
+    readonly cfg: RangeWithDefault;
+    readonly qrStrength: RangeWithDefault;
+    readonly batchSize: RangeWithDefault;
+    /** Side of the QR code as a fraction of the output's short side. */
+    readonly qrRatio: RangeWithDefault;
+  };
+  readonly enumDefaults: {
+    readonly model: V5Model;
+    readonly aspectRatio: AspectRatio;
+    readonly resolution: Resolution;
+    readonly qrCodePartern: QrCodePattern;
+  };
+  readonly cost: PerImageByResolutionCost;
+}
+
+export interface OutpaintingEntry extends EntryBase<'outpainting'> {
+  readonly params: {
+    readonly imageWidth: NumericRange;
+    readonly imageHeight: NumericRange;
+    /** Range of each of padding_left / right / top / bottom, in pixels. */
+    readonly padding: NumericRange;
+    /** The outpainted canvas: each side at most maxSide, area at most maxArea (the largest output of spec 4.1.3). */
+    readonly canvas: { readonly maxSide: number; readonly maxArea: number };
+  };
+  readonly cost: ByTypeCost;
+}
+
+export type WorkflowEntry = QrImageEntry | QrContentEntry | QrV5Entry | OutpaintingEntry;
+
+// ---------------------------------------------------------------------------
+// The numbers
+// ---------------------------------------------------------------------------
+
+const range = (min: number, max: number, dflt: number, integer: boolean): RangeWithDefault =>
+  Object.freeze({ min, max, default: dflt, integer });
+
+/** qrStrength is a float 0..3 everywhere (spec 4.1.1, 8). */
+const QR_STRENGTH_MIN = 0;
+const QR_STRENGTH_MAX = 3;
+
+/** v1..v3b. */
+const V1_QR_STRENGTH = range(QR_STRENGTH_MIN, QR_STRENGTH_MAX, 0.85, false);
+const V1_QR_STEPS = range(10, 20, 16, true);
+
+/** v4 family. */
+const V4_QR_STRENGTH = range(QR_STRENGTH_MIN, QR_STRENGTH_MAX, 1.5, false);
+const V4_QR_STEPS = range(10, 60, 20, true); // v4s (spec); v4real/v4niji/v4dream (our decision: their examples send 20)
+const BATCH_SIZE = range(1, 4, 1, true); // "up to 4 outputs per operation" (v4 and later)
+
+/** v5 family (spec gives no ranges; these are our decisions, see docs/workflows.md). */
+const V5_QR_RATIO = range(0.3, 1.0, 0.6, false);
+
+/** Resolution price factors of v5 / v5s, in percent of the SD price. */
+const V5_RESOLUTION_FACTOR_PERCENT: Readonly<Record<Resolution, number>> = Object.freeze({
+  SD: 100,
+  HD: 150,
+  FullHD: 200,
+  UltraHD: 400,
+});
+const ENHANCE_FACE_CENTS_PER_IMAGE = 50;
+
+/** Outpainting bounds (spec gives none; our decisions). */
+const OUTPAINTING_IMAGE_SIDE: NumericRange = Object.freeze({ min: 64, max: 2048, integer: true });
+const OUTPAINTING_PADDING: NumericRange = Object.freeze({ min: 0, max: 2048, integer: true });
+
+/** Turns a workflow name into a NATS subject token: anything outside [A-Za-z0-9_-] becomes '_'. */
+export function subjectTokenFor(name: string): string {
+  return name.replace(/[^A-Za-z0-9_-]/g, '_');
+}
+
+function qrImageEntry(name: WorkflowName, version: string, cents: number, description: string): QrImageEntry {
+  const params = { qrStrength: V1_QR_STRENGTH, qrSteps: V1_QR_STEPS };
+  return {
+    name,
+    family: 'qr-image',
+    subjectToken: subjectTokenFor(name),
+    version,
+    description,
+    params,
+    defaults: Object.freeze({ qrStrength: params.qrStrength.default, qrSteps: params.qrSteps.default }),
+    cost: Object.freeze({ kind: 'flat', cents }),
+  };
+}
+
+function qrContentEntry(
+  name: WorkflowName,
+  version: string,
+  centsPerImage: number,
+  qrSteps: RangeWithDefault | null,
+  description: string,
+): QrContentEntry {
+  const params = { qrStrength: V4_QR_STRENGTH, qrSteps, batchSize: BATCH_SIZE };
+  const defaults: Record<string, number> = { qrStrength: params.qrStrength.default };
+  if (qrSteps) defaults.qrSteps = qrSteps.default;
+  defaults.batchSize = params.batchSize.default;
+  return {
+    name,
+    family: 'qr-content',
+    subjectToken: subjectTokenFor(name),
+    version,
+    description,
+    params,
+    defaults: Object.freeze(defaults),
+    cost: Object.freeze({ kind: 'per_image', centsPerImage }),
+  };
+}
+
+function qrV5Entry(
+  name: WorkflowName,
+  version: string,
+  centsPerImage: number,
+  numbers: { steps: RangeWithDefault; cfg: RangeWithDefault; qrStrength: RangeWithDefault },
+  description: string,
+): QrV5Entry {
+  const params = { ...numbers, batchSize: BATCH_SIZE, qrRatio: V5_QR_RATIO };
+  const enumDefaults = {
+    model: 'universal',
+    aspectRatio: '1:1',
+    resolution: 'SD',
+    qrCodePartern: 's1',
+  } as const;
+  return {
+    name,
+    family: 'qr-v5',
+    subjectToken: subjectTokenFor(name),
+    version,
+    description,
+    params,
+    enumDefaults,
+    defaults: Object.freeze({
+      steps: params.steps.default,
+      qrStrength: params.qrStrength.default,
+      cfg: params.cfg.default,
+      model: enumDefaults.model,
+      batchSize: params.batchSize.default,
+      aspectRatio: enumDefaults.aspectRatio,
+      resolution: enumDefaults.resolution,
+      qrCodePartern: enumDefaults.qrCodePartern,
+      qrRatio: params.qrRatio.default,
+    }),
+    cost: Object.freeze({
+      kind: 'per_image_by_resolution',
+      centsPerImage,
+      resolutionFactorPercent: V5_RESOLUTION_FACTOR_PERCENT,
+      enhanceFaceCentsPerImage: ENHANCE_FACE_CENTS_PER_IMAGE,
+    }),
+  };
+}
+
+const outpaintingEntry: OutpaintingEntry = {
+  name: 'outpainting',
+  family: 'outpainting',
+  subjectToken: subjectTokenFor('outpainting'),
+  version: 'outpainting',
+  description:
+    'Extends an existing image beyond its borders by the given paddings; the prompt is optional (the worker captions the image when absent).',
+  params: {
+    imageWidth: OUTPAINTING_IMAGE_SIDE,
+    imageHeight: OUTPAINTING_IMAGE_SIDE,
+    padding: OUTPAINTING_PADDING,
+    canvas: Object.freeze({ maxSide: MAX_OUTPUT_SIDE, maxArea: MAX_OUTPUT_AREA }),
+  },
+  defaults: Object.freeze({}),
+  cost: Object.freeze({ kind: 'by_type', cents: Object.freeze({ one_shot: 200, multi_shots: 400 }) }),
+};
+
+const entries: readonly WorkflowEntry[] = [
+  qrImageEntry('generate_qr_art', '1', 100, 'QR Art v1: artistic QR code from a prompt and a client-supplied QR image.'),
+  qrImageEntry('generate_qr_art_v1.1', '1.1', 100, 'QR Art v1.1: artistic QR code from a prompt and a client-supplied QR image.'),
+  qrImageEntry('generate_qr_art_v2', '2', 150, 'QR Art v2: artistic QR code from a prompt and a client-supplied QR image.'),
+  qrImageEntry('generate_qr_art_v3a', '3a', 200, 'QR Art v3a: artistic QR code from a prompt and a client-supplied QR image.'),
+  qrImageEntry('generate_qr_art_v3b', '3b', 200, 'QR Art v3b: artistic QR code from a prompt and a client-supplied QR image.'),
+  qrContentEntry('generate_qr_art_v4', '4', 249, null,
+    'QR Art v4: the service encodes qrContent; tuned for the best results at a fixed cost; no steps parameter.'),
+  qrContentEntry('generate_qr_art_v4s', '4s', 100, V4_QR_STEPS,
+    'QR Art v4s: the service encodes qrContent; tuned for speed and lower cost.'),
+  qrContentEntry('generate_qr_art_v4real', '4real', 249, V4_QR_STEPS,
+    'QR Art v4real: as v4, tuned for a photorealistic style.'),
+  qrContentEntry('generate_qr_art_v4niji', '4niji', 249, V4_QR_STEPS,
+    'QR Art v4niji: as v4, tuned for an anime style.'),
+  qrContentEntry('generate_qr_art_v4dream', '4dream', 249, V4_QR_STEPS,
+    'QR Art v4dream: as v4, tuned for photorealism without losing range.'),
+  qrV5Entry('generate_qr_art_v5', '5', 299,
+    { steps: range(10, 60, 30, true), cfg: range(1, 20, 7, false), qrStrength: range(QR_STRENGTH_MIN, QR_STRENGTH_MAX, 1.3, false) },
+    'QR Art v5: prompt + qrContent with model, aspect ratio, resolution, QR pattern, placement and presets.'),
+  qrV5Entry('generate_qr_art_v5s', '5s', 149,
+    { steps: range(4, 12, 8, true), cfg: range(1, 3, 1.5, false), qrStrength: range(QR_STRENGTH_MIN, QR_STRENGTH_MAX, 1.3, false) },
+    'QR Art v5s: the fast, cheaper tier of v5 (few-step, LCM-style sampling: fewer steps, low cfg).'),
+  outpaintingEntry,
+];
+
+export const catalogue: Readonly<Record<WorkflowName, WorkflowEntry>> = Object.freeze(
+  Object.fromEntries(entries.map((e) => [e.name, Object.freeze(e)])) as Record<WorkflowName, WorkflowEntry>,
+);
+
+export { isWorkflowName };
+
+/** The catalogue entry for a subject token (the inverse of subjectToken), or undefined. */
+export function workflowForSubjectToken(token: string): WorkflowEntry | undefined {
+  return entries.find((e) => e.subjectToken === token);
+}
+
+// ---------------------------------------------------------------------------
+// Cost computation (integer cents; no floating-point money)
+// ---------------------------------------------------------------------------
+
+/** The subset of a normalized input that pricing looks at. */
+export interface CostInput {
+  readonly batchSize?: number;
+  readonly resolution?: Resolution;
+  readonly enhance?: EnhanceValue;
+  readonly type?: OutpaintingType;
+}
+
+/** Price of one image in integer cents (before batchSize). */
+export function perImageCostCents(entry: WorkflowEntry, input: CostInput): number {
+  const cost = entry.cost;
+  switch (cost.kind) {
+    case 'flat':
+      return cost.cents;
+    case 'per_image':
+      return cost.centsPerImage;
+    case 'per_image_by_resolution': {
+      const resolution = input.resolution ?? (entry.family === 'qr-v5' ? entry.enumDefaults.resolution : 'SD');
+      const percent = cost.resolutionFactorPercent[resolution];
+      // Integer arithmetic; .5 of a cent rounds up (e.g. 299 x 150% = 448.5 -> 449).
+      const base = Math.floor((cost.centsPerImage * percent + 50) / 100);
+      return base + (input.enhance === 'face' ? cost.enhanceFaceCentsPerImage : 0);
+    }
+    case 'by_type':
+      return cost.cents[input.type ?? 'one_shot'];
+  }
+}
+
+/** Number of images a prediction produces: batchSize where the workflow has it, else 1. */
+export function imageCountFor(entry: WorkflowEntry, input: CostInput): number {
+  if (entry.family === 'qr-content' || entry.family === 'qr-v5') return input.batchSize ?? entry.params.batchSize.default;
+  return 1;
+}
+
+/** Total price of a prediction in integer cents (hundredths of a credit). */
+export function costCentsFor(entry: WorkflowEntry, input: CostInput): number {
+  return perImageCostCents(entry, input) * imageCountFor(entry, input);
+}
+
+/** Credits as a number for the record's `credits` field (249 -> 2.49). */
+export function centsToCredits(cents: number): number {
+  return cents / 100;
+}

@@ -1,0 +1,340 @@
+/**
+ * zod 4 request-body schemas, one shape per workflow family, built from the catalogue numbers.
+ *
+ * These schemas check each field on its own (type, range, enum, URL form, QR capacity).
+ * Rules that relate several fields (v5 qrX/qrY inside the canvas, outpainting paddings and
+ * canvas size) and the dynamic defaults (random seed, centred qrX/qrY) are applied by
+ * parseCreateBody in validate.ts, which is the validator the API uses.
+ *
+ * The schemas avoid transforms, so `z.toJSONSchema(schema, { io: 'input' })` works on each of
+ * them (for OpenAPI generation). Custom checks (refinements) do not appear in JSON Schema.
+ */
+import QRCode from 'qrcode';
+import { z } from 'zod';
+import {
+  catalogue,
+  ENHANCE_VALUES,
+  LIMITS,
+  OUTPAINTING_TYPES,
+  QR_CODE_PATTERNS,
+  V5_MODELS,
+  type NumericRange,
+  type OutpaintingEntry,
+  type QrContentEntry,
+  type QrImageEntry,
+  type QrV5Entry,
+  type RangeWithDefault,
+  type WorkflowEntry,
+} from './catalogue.ts';
+import { WORKFLOWS, type WorkflowName } from './names.ts';
+import { PRESETS } from './presets.ts';
+import { ASPECT_RATIOS, MAX_OUTPUT_SIDE, RESOLUTIONS } from './sizes.ts';
+import { checkUrl } from './urls.ts';
+
+export interface SchemaOptions {
+  /** Accept http webhooks and webhooks on literal private/loopback hosts (local development). */
+  allowPrivateUrls: boolean;
+}
+
+/** How a field's type errors are worded. */
+export type FieldKind = 'string' | 'text' | 'url' | 'integer' | 'number' | 'enum' | 'digits-or-integer' | 'literal';
+
+/** Largest qrContent that could possibly fit (numeric mode); longer strings skip the encoder. */
+const QR_MAX_CHARS_ANY_MODE = LIMITS.qrCapacityAtH.numeric;
+
+/** True when `text` can be encoded as a QR code at error-correction level H. */
+export function fitsInQrCode(text: string): { ok: true } | { ok: false; reason: string } {
+  if (text.length === 0) return { ok: false, reason: 'empty' };
+  if (text.length > QR_MAX_CHARS_ANY_MODE) {
+    return { ok: false, reason: 'The amount of data is too big to be stored in a QR Code' };
+  }
+  // Any text fits in byte mode when its UTF-8 form is within the byte capacity; only
+  // longer text needs the encoder's exact (and much slower) segment optimisation.
+  if (Buffer.byteLength(text, 'utf8') <= LIMITS.qrCapacityAtH.byte) return { ok: true };
+  try {
+    QRCode.create(text, { errorCorrectionLevel: LIMITS.qrErrorCorrectionLevel });
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, reason: err instanceof Error ? err.message : String(err) };
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Field builders
+// ---------------------------------------------------------------------------
+
+function numberInRange(r: NumericRange) {
+  return (r.integer ? z.int() : z.number()).min(r.min).max(r.max);
+}
+
+function numberWithDefault(r: RangeWithDefault, description: string) {
+  return numberInRange(r).default(r.default).meta({ description });
+}
+
+/** Required free text (qrText, prompt): non-empty, not blank, at most LIMITS.textMaxLength. */
+function requiredText(description: string) {
+  return z
+    .string()
+    .min(1)
+    .max(LIMITS.textMaxLength)
+    .superRefine((s, ctx) => {
+      if (s.length > 0 && s.trim().length === 0) {
+        ctx.addIssue({ code: 'custom', message: 'must not be blank', params: { rule: 'required' }, input: s });
+      }
+    })
+    .meta({ description });
+}
+
+function optionalText(description: string) {
+  return z.string().max(LIMITS.textMaxLength).optional().meta({ description });
+}
+
+/** An absolute http(s) URL of an input image. */
+function imageUrl(description: string) {
+  return z
+    .string()
+    .max(LIMITS.urlMaxLength)
+    .superRefine((s, ctx) => {
+      if (s.length > LIMITS.urlMaxLength) return; // reported by max()
+      const problem = checkUrl(s, ['http:', 'https:'], false);
+      if (problem) {
+        ctx.addIssue({ code: 'custom', message: 'must be an absolute http or https URL', params: { rule: 'url' }, input: s });
+      }
+    })
+    .meta({ description, format: 'uri' });
+}
+
+function webhookUrl(options: SchemaOptions) {
+  const protocols = options.allowPrivateUrls ? ['https:', 'http:'] : ['https:'];
+  return z
+    .string()
+    .max(LIMITS.urlMaxLength)
+    .superRefine((s, ctx) => {
+      if (s.length > LIMITS.urlMaxLength) return;
+      const problem = checkUrl(s, protocols, !options.allowPrivateUrls);
+      if (!problem) return;
+      if (problem.kind === 'private_host') {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must not point at a loopback, private or link-local host (${problem.host})`,
+          params: { rule: 'public_host' },
+          input: s,
+        });
+      } else {
+        ctx.addIssue({
+          code: 'custom',
+          message: options.allowPrivateUrls ? 'must be an absolute https or http URL' : 'must be an absolute https URL',
+          params: { rule: 'https_url' },
+          input: s,
+        });
+      }
+    })
+    .optional()
+    .meta({ description: 'HTTPS URL called with the prediction when it has new output (spec section 6).', format: 'uri' });
+}
+
+function qrContent() {
+  return z
+    .string()
+    .min(1)
+    .superRefine((s, ctx) => {
+      if (s.length === 0) return; // reported by min()
+      const fit = fitsInQrCode(s);
+      if (!fit.ok) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `does not fit in a QR code at error-correction level ${LIMITS.qrErrorCorrectionLevel} (${fit.reason}); at most ${LIMITS.qrCapacityAtH.numeric} digits, ${LIMITS.qrCapacityAtH.alphanumeric} upper-case alphanumerics or ${LIMITS.qrCapacityAtH.byte} bytes of UTF-8`,
+          params: { rule: 'qr_capacity' },
+          input: s,
+        });
+      }
+    })
+    .meta({ description: 'Content encoded in the QR code (link, text, phone, e-mail, ...); must fit a QR code at error-correction level H.' });
+}
+
+/**
+ * qrSteps: an integer; a string of decimal digits is also accepted (earlier releases sent a
+ * string) and normalized to an integer by parseCreateBody.
+ */
+function qrSteps(r: RangeWithDefault) {
+  const digits = z
+    .string()
+    .regex(/^[0-9]+$/)
+    .superRefine((s, ctx) => {
+      if (!/^[0-9]+$/.test(s)) return; // reported by regex()
+      const n = Number(s);
+      if (n < r.min) ctx.addIssue({ code: 'too_small', origin: 'number', minimum: r.min, inclusive: true, input: s, message: '' });
+      if (n > r.max) ctx.addIssue({ code: 'too_big', origin: 'number', maximum: r.max, inclusive: true, input: s, message: '' });
+    });
+  return z
+    .union([numberInRange(r), digits])
+    .default(r.default)
+    .meta({ description: `Sampling steps, integer ${r.min}..${r.max} (a string of digits is accepted for backwards compatibility).` });
+}
+
+function seed() {
+  return numberInRange(LIMITS.seed).optional().meta({ description: 'Random seed; random when absent (the chosen value is stored in the input echo).' });
+}
+
+// ---------------------------------------------------------------------------
+// Shapes per family
+// ---------------------------------------------------------------------------
+
+interface Built {
+  schema: z.ZodObject;
+  kinds: Record<string, FieldKind>;
+}
+
+function qrImageSchema(entry: QrImageEntry, options: SchemaOptions): Built {
+  const p = entry.params;
+  return {
+    schema: z.object({
+      workflow: z.literal(entry.name),
+      qrText: requiredText('The prompt to generate.'),
+      qrImage: imageUrl('URL of the classic (black and white) QR code image.'),
+      qrStrength: numberWithDefault(p.qrStrength, 'Strength of the QR code in the image.'),
+      qrSteps: qrSteps(p.qrSteps),
+      seed: seed(),
+      negativePrompt: optionalText('What should not appear.'),
+      webhook: webhookUrl(options),
+    }),
+    kinds: {
+      workflow: 'literal', qrText: 'text', qrImage: 'url', qrStrength: 'number', qrSteps: 'digits-or-integer',
+      seed: 'integer', negativePrompt: 'text', webhook: 'url',
+    },
+  };
+}
+
+function qrContentSchema(entry: QrContentEntry, options: SchemaOptions): Built {
+  const p = entry.params;
+  const stepsShape = p.qrSteps ? { qrSteps: qrSteps(p.qrSteps) } : {};
+  return {
+    schema: z.object({
+      workflow: z.literal(entry.name),
+      qrText: requiredText('The prompt to generate.'),
+      qrContent: qrContent(),
+      qrStrength: numberWithDefault(p.qrStrength, 'Strength of the QR code in the image.'),
+      ...stepsShape,
+      batchSize: numberWithDefault(p.batchSize, 'Number of images to produce.'),
+      seed: seed(),
+      negativePrompt: optionalText('What should not appear.'),
+      webhook: webhookUrl(options),
+    }),
+    kinds: {
+      workflow: 'literal', qrText: 'text', qrContent: 'string', qrStrength: 'number',
+      ...(p.qrSteps ? { qrSteps: 'digits-or-integer' as const } : {}),
+      batchSize: 'integer', seed: 'integer', negativePrompt: 'text', webhook: 'url',
+    },
+  };
+}
+
+function qrV5Schema(entry: QrV5Entry, options: SchemaOptions): Built {
+  const p = entry.params;
+  const d = entry.enumDefaults;
+  return {
+    schema: z.object({
+      workflow: z.literal(entry.name),
+      prompt: requiredText('The prompt to generate.'),
+      qrContent: qrContent(),
+      negativePrompt: optionalText('What should not appear.'),
+      seed: seed(),
+      steps: numberWithDefault(p.steps, 'Sampling steps; more may be more artistic but less scannable.'),
+      qrStrength: numberWithDefault(p.qrStrength, 'Strength of the QR code in the image.'),
+      cfg: numberWithDefault(p.cfg, 'How closely generation follows the prompt.'),
+      model: z.enum(V5_MODELS).default(d.model).meta({ description: 'Model style.' }),
+      batchSize: numberWithDefault(p.batchSize, 'Number of images to produce.'),
+      enhance: z.enum(ENHANCE_VALUES).optional().meta({ description: 'face: extra steps to improve faces (extra cost). Absent: no enhancement.' }),
+      aspectRatio: z.enum(ASPECT_RATIOS).default(d.aspectRatio).meta({ description: 'Aspect ratio of the output.' }),
+      resolution: z.enum(RESOLUTIONS).default(d.resolution).meta({ description: 'Resolution tier of the output (see the size table).' }),
+      qrCodePartern: z.enum(QR_CODE_PATTERNS).default(d.qrCodePartern).meta({ description: 'Pattern of the classic QR code (name spelled as in the spec).' }),
+      qrX: z.int().min(0).max(MAX_OUTPUT_SIDE).optional().meta({ description: 'Left edge of the QR code in output pixels; centred when absent. Must keep the code inside the canvas.' }),
+      qrY: z.int().min(0).max(MAX_OUTPUT_SIDE).optional().meta({ description: 'Top edge of the QR code in output pixels; centred when absent. Must keep the code inside the canvas.' }),
+      qrRatio: numberWithDefault(p.qrRatio, "Side of the QR code as a fraction of the output's short side."),
+      preset: z.enum(PRESETS).optional().meta({ description: 'Style preset (spec 4.4).' }),
+      webhook: webhookUrl(options),
+    }),
+    kinds: {
+      workflow: 'literal', prompt: 'text', qrContent: 'string', negativePrompt: 'text', seed: 'integer', steps: 'integer',
+      qrStrength: 'number', cfg: 'number', model: 'enum', batchSize: 'integer', enhance: 'enum', aspectRatio: 'enum',
+      resolution: 'enum', qrCodePartern: 'enum', qrX: 'integer', qrY: 'integer', qrRatio: 'number', preset: 'enum', webhook: 'url',
+    },
+  };
+}
+
+function outpaintingSchema(entry: OutpaintingEntry, options: SchemaOptions): Built {
+  const p = entry.params;
+  const padding = (side: string) => numberInRange(p.padding).meta({ description: `Pixels to add on the ${side}.` });
+  return {
+    schema: z.object({
+      workflow: z.literal(entry.name),
+      image: imageUrl('URL of the original image to extend.'),
+      prompt: optionalText('Prompt; when absent the worker captions the image and uses the caption.'),
+      negativePrompt: optionalText('What should not appear.'),
+      seed: seed(),
+      image_width: numberInRange(p.imageWidth).meta({ description: 'Width the original image is resized to before painting.' }),
+      image_height: numberInRange(p.imageHeight).meta({ description: 'Height the original image is resized to before painting.' }),
+      padding_left: padding('left'),
+      padding_bottom: padding('bottom'),
+      padding_top: padding('top'),
+      padding_right: padding('right'),
+      type: z.enum(OUTPAINTING_TYPES).meta({ description: 'one_shot (fewer steps, cheaper) or multi_shots (more steps, more expensive).' }),
+      webhook: webhookUrl(options),
+    }),
+    kinds: {
+      workflow: 'literal', image: 'url', prompt: 'text', negativePrompt: 'text', seed: 'integer', image_width: 'integer',
+      image_height: 'integer', padding_left: 'integer', padding_bottom: 'integer', padding_top: 'integer',
+      padding_right: 'integer', type: 'enum', webhook: 'url',
+    },
+  };
+}
+
+function build(entry: WorkflowEntry, options: SchemaOptions): Built {
+  switch (entry.family) {
+    case 'qr-image':
+      return qrImageSchema(entry, options);
+    case 'qr-content':
+      return qrContentSchema(entry, options);
+    case 'qr-v5':
+      return qrV5Schema(entry, options);
+    case 'outpainting':
+      return outpaintingSchema(entry, options);
+  }
+}
+
+export interface SchemaSet {
+  readonly schemas: Readonly<Record<WorkflowName, z.ZodObject>>;
+  readonly kinds: Readonly<Record<WorkflowName, Readonly<Record<string, FieldKind>>>>;
+}
+
+function buildSet(options: SchemaOptions): SchemaSet {
+  const schemas = {} as Record<WorkflowName, z.ZodObject>;
+  const kinds = {} as Record<WorkflowName, Record<string, FieldKind>>;
+  for (const name of WORKFLOWS) {
+    const built = build(catalogue[name], options);
+    schemas[name] = built.schema;
+    kinds[name] = built.kinds;
+  }
+  return { schemas, kinds };
+}
+
+const sets = new Map<boolean, SchemaSet>();
+
+/** The schema set for the given options (built once per value of allowPrivateUrls). */
+export function schemaSetFor(options: SchemaOptions): SchemaSet {
+  const key = options.allowPrivateUrls === true;
+  let set = sets.get(key);
+  if (!set) {
+    set = buildSet({ allowPrivateUrls: key });
+    sets.set(key, set);
+  }
+  return set;
+}
+
+/** Production schemas (https-only webhooks), keyed by workflow, for OpenAPI / JSON Schema generation. */
+export const requestSchemas: Readonly<Record<WorkflowName, z.ZodObject>> = schemaSetFor({ allowPrivateUrls: false }).schemas;
+
+/** All create bodies as one union discriminated by `workflow`. */
+export const createBodySchema = z.discriminatedUnion(
+  'workflow',
+  WORKFLOWS.map((name) => requestSchemas[name]) as unknown as [z.ZodObject, ...z.ZodObject[]],
+);

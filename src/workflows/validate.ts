@@ -1,0 +1,390 @@
+/**
+ * Create-body validation: parseCreateBody turns an untrusted JSON body into a normalized
+ * prediction input (defaults filled, seed resolved) with its image count and cost, or into
+ * the full list of problems found. It never throws.
+ */
+import { webcrypto } from 'node:crypto';
+import type { z } from 'zod';
+import {
+  catalogue,
+  costCentsFor,
+  imageCountFor,
+  isWorkflowName,
+  LIMITS,
+  type CostInput,
+  type OutpaintingEntry,
+  type QrV5Entry,
+  type WorkflowEntry,
+} from './catalogue.ts';
+import { WORKFLOWS, type WorkflowName } from './names.ts';
+import { schemaSetFor, type FieldKind } from './schemas.ts';
+import { isAspectRatio, isResolution, outputSize } from './sizes.ts';
+
+/** The zod request schemas (for OpenAPI / JSON Schema generation) are defined in schemas.ts. */
+export { createBodySchema, requestSchemas } from './schemas.ts';
+
+export interface ValidationIssue {
+  /** Dotted path of the field ("qrStrength"), or "" for the body as a whole. */
+  field: string;
+  /**
+   * Short machine token: required, type, integer, min, max, enum, url, https_url, public_host,
+   * unknown_workflow, qr_capacity, canvas_bounds, min_total, characters (and internal, which should never happen).
+   */
+  rule: string;
+  /** Human-readable sentence. */
+  message: string;
+}
+
+export interface ValidateOptions {
+  /** Accept http:// webhooks and webhooks on literal loopback/private hosts (local development only). */
+  allowPrivateUrls: boolean;
+  /** Source of the seed when the body has none. Default: crypto-random integer in [0, 2^53-1]. */
+  randomSeed?: () => number;
+}
+
+export interface ParsedPrediction {
+  workflow: WorkflowName;
+  /** Normalized echo of the request: workflow, accepted fields, defaults filled in, seed resolved. */
+  input: Record<string, unknown>;
+  /** Number of images the prediction produces (batchSize, or 1). */
+  imageCount: number;
+  /** Price in integer hundredths of a credit (2.49 credits = 249). */
+  costCents: number;
+}
+
+export type ParseResult = { ok: true; value: ParsedPrediction } | { ok: false; issues: ValidationIssue[] };
+
+const WORKFLOW_LIST = WORKFLOWS.join(', ');
+
+/** Crypto-random integer, uniform in [0, 2^53 - 1]. */
+export function cryptoRandomSeed(): number {
+  const words = webcrypto.getRandomValues(new Uint32Array(2));
+  return (words[0]! & 0x1fffff) * 0x100000000 + words[1]!;
+}
+
+/**
+ * Validates a create-prediction body. Reports every problem found (not only the first).
+ * `null` for a field is treated as if the field were absent.
+ */
+export function parseCreateBody(body: unknown, options: ValidateOptions): ParseResult {
+  try {
+    return parse(body, options);
+  } catch {
+    // Defensive: validation must never throw. Tests assert this branch is never taken.
+    return { ok: false, issues: [{ field: '', rule: 'internal', message: 'the request body could not be validated' }] };
+  }
+}
+
+function fail(field: string, rule: string, message: string): ParseResult {
+  return { ok: false, issues: [{ field, rule, message }] };
+}
+
+function parse(body: unknown, options: ValidateOptions): ParseResult {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return fail('', 'type', `the request body must be a JSON object, got ${describeValue(body)}`);
+  }
+  const source = body as Record<string, unknown>;
+  const workflow = ownValue(source, 'workflow');
+  if (workflow === undefined || workflow === null) {
+    return fail('workflow', 'required', `workflow is required; one of: ${WORKFLOW_LIST}`);
+  }
+  if (typeof workflow !== 'string') {
+    return fail('workflow', 'type', `workflow must be a string, one of: ${WORKFLOW_LIST}`);
+  }
+  if (!isWorkflowName(workflow)) {
+    return fail('workflow', 'unknown_workflow', `unknown workflow ${quote(workflow)}; allowed: ${WORKFLOW_LIST}`);
+  }
+
+  const entry = catalogue[workflow];
+  const set = schemaSetFor({ allowPrivateUrls: options.allowPrivateUrls === true });
+  const schema = set.schemas[workflow];
+  const kinds = set.kinds[workflow];
+  const fields = Object.keys(schema.shape);
+
+  // Keep only the fields this workflow accepts (others are dropped, not stored); null = absent.
+  const raw: Record<string, unknown> = {};
+  for (const key of fields) {
+    const value = ownValue(source, key);
+    if (value !== undefined && value !== null) raw[key] = value;
+  }
+
+  const result = schema.safeParse(raw);
+  const issues: ValidationIssue[] = result.success ? [] : result.error.issues.map((i) => mapIssue(i, raw, kinds));
+  const invalid = new Set(issues.map((i) => i.field));
+  issues.push(...unstorableTextIssues(raw, invalid));
+  issues.push(...crossFieldIssues(entry, raw, invalid));
+  if (issues.length > 0 || !result.success) {
+    return { ok: false, issues: dedupe(issues) };
+  }
+
+  const data = result.data as Record<string, unknown>;
+  const input: Record<string, unknown> = {};
+  for (const key of fields) {
+    let value = data[key];
+    if (key === 'seed' && value === undefined) value = resolveSeed(options);
+    if (key === 'qrSteps' && typeof value === 'string') value = Number(value);
+    if ((key === 'qrX' || key === 'qrY') && value === undefined && entry.family === 'qr-v5') {
+      value = centredPosition(entry, data)[key];
+    }
+    if (value !== undefined) input[key] = value;
+  }
+
+  const costInput = input as CostInput;
+  return {
+    ok: true,
+    value: {
+      workflow,
+      input,
+      imageCount: imageCountFor(entry, costInput),
+      costCents: costCentsFor(entry, costInput),
+    },
+  };
+}
+
+function ownValue(obj: Record<string, unknown>, key: string): unknown {
+  return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
+}
+
+function resolveSeed(options: ValidateOptions): number {
+  if (options.randomSeed) {
+    try {
+      const v = options.randomSeed();
+      if (Number.isSafeInteger(v) && v >= LIMITS.seed.min && v <= LIMITS.seed.max) return v;
+    } catch {
+      // fall through to the crypto source
+    }
+  }
+  return cryptoRandomSeed();
+}
+
+// ---------------------------------------------------------------------------
+// v5 placement
+// ---------------------------------------------------------------------------
+
+interface Placement {
+  width: number;
+  height: number;
+  side: number;
+  maxX: number;
+  maxY: number;
+  qrX: number;
+  qrY: number;
+}
+
+/** Output size, QR side and the centred top-left corner for the given (valid) v5 values. */
+function placement(entry: QrV5Entry, values: Record<string, unknown>): Placement {
+  const aspectRatio = isAspectRatio(values.aspectRatio) ? values.aspectRatio : entry.enumDefaults.aspectRatio;
+  const resolution = isResolution(values.resolution) ? values.resolution : entry.enumDefaults.resolution;
+  const qrRatio = typeof values.qrRatio === 'number' ? values.qrRatio : entry.params.qrRatio.default;
+  const { width, height } = outputSize(aspectRatio, resolution);
+  const side = Math.round(qrRatio * Math.min(width, height));
+  const maxX = width - side;
+  const maxY = height - side;
+  return { width, height, side, maxX, maxY, qrX: Math.floor(maxX / 2), qrY: Math.floor(maxY / 2) };
+}
+
+function centredPosition(entry: QrV5Entry, values: Record<string, unknown>): { qrX: number; qrY: number } {
+  const p = placement(entry, values);
+  return { qrX: p.qrX, qrY: p.qrY };
+}
+
+/** U+0000 or an unpaired UTF-16 surrogate: PostgreSQL text and jsonb cannot hold them. */
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** String fields that passed their own checks but could not be stored in the input echo. */
+function unstorableTextIssues(raw: Record<string, unknown>, invalid: Set<string>): ValidationIssue[] {
+  return Object.entries(raw)
+    .filter(([key, value]) => !invalid.has(key) && typeof value === 'string' && UNSTORABLE.test(value))
+    .map(([key]) => ({ field: key, rule: 'characters', message: `${key} must not contain U+0000 or an unpaired UTF-16 surrogate` }));
+}
+
+// ---------------------------------------------------------------------------
+// Rules across fields (run only on fields that passed their own checks)
+// ---------------------------------------------------------------------------
+
+function crossFieldIssues(entry: WorkflowEntry, raw: Record<string, unknown>, invalid: Set<string>): ValidationIssue[] {
+  if (entry.family === 'qr-v5') return v5CanvasIssues(entry, raw, invalid);
+  if (entry.family === 'outpainting') return outpaintingIssues(entry, raw, invalid);
+  return [];
+}
+
+function v5CanvasIssues(entry: QrV5Entry, raw: Record<string, unknown>, invalid: Set<string>): ValidationIssue[] {
+  if (invalid.has('aspectRatio') || invalid.has('resolution') || invalid.has('qrRatio')) return [];
+  const p = placement(entry, raw);
+  const issues: ValidationIssue[] = [];
+  const where = `a ${p.width}x${p.height} output with a ${p.side}px QR code`;
+  for (const [key, max] of [['qrX', p.maxX], ['qrY', p.maxY]] as const) {
+    const value = raw[key];
+    if (invalid.has(key) || typeof value !== 'number') continue;
+    if (value < 0 || value > max) {
+      issues.push({
+        field: key,
+        rule: 'canvas_bounds',
+        message: `${key} must be between 0 and ${max} for ${where}, so the code stays inside the image (got ${value})`,
+      });
+    }
+  }
+  return issues;
+}
+
+function outpaintingIssues(entry: OutpaintingEntry, raw: Record<string, unknown>, invalid: Set<string>): ValidationIssue[] {
+  const keys = ['image_width', 'image_height', 'padding_left', 'padding_right', 'padding_top', 'padding_bottom'] as const;
+  if (keys.some((k) => invalid.has(k) || typeof raw[k] !== 'number')) return [];
+  const v = Object.fromEntries(keys.map((k) => [k, raw[k] as number])) as Record<(typeof keys)[number], number>;
+  const issues: ValidationIssue[] = [];
+  if (v.padding_left + v.padding_right + v.padding_top + v.padding_bottom <= 0) {
+    issues.push({ field: '', rule: 'min_total', message: 'at least one of padding_left, padding_right, padding_top, padding_bottom must be greater than 0' });
+  }
+  const width = v.image_width + v.padding_left + v.padding_right;
+  const height = v.image_height + v.padding_top + v.padding_bottom;
+  const { maxSide, maxArea } = entry.params.canvas;
+  if (width > maxSide || height > maxSide || width * height > maxArea) {
+    issues.push({
+      field: '',
+      rule: 'canvas_bounds',
+      message: `the outpainted canvas would be ${width}x${height}; each side must be at most ${maxSide} pixels and the area at most ${maxArea} pixels`,
+    });
+  }
+  return issues;
+}
+
+// ---------------------------------------------------------------------------
+// zod issue -> ValidationIssue
+// ---------------------------------------------------------------------------
+
+function describeValue(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  switch (typeof v) {
+    case 'string':
+      return 'a string';
+    case 'number':
+      return Number.isFinite(v) ? `the number ${v}` : `the non-finite number ${String(v)}`;
+    case 'boolean':
+      return `the boolean ${v}`;
+    case 'object':
+      return 'an object';
+    case 'undefined':
+      return 'nothing';
+    default:
+      return `a value of type ${typeof v}`;
+  }
+}
+
+function quote(s: string): string {
+  return JSON.stringify(s.length > 80 ? `${s.slice(0, 80)}...` : s);
+}
+
+const KIND_NOUN: Record<FieldKind, string> = {
+  string: 'a string',
+  text: 'a string',
+  url: 'a URL string',
+  integer: 'an integer',
+  number: 'a finite number',
+  enum: 'a string',
+  'digits-or-integer': 'an integer',
+  literal: 'a string',
+};
+
+/** Case/spacing-insensitive near-miss for enum values ("FullHd" -> "FullHD", "Art Deco" -> ...). */
+function suggestion(values: readonly unknown[], got: unknown): string | undefined {
+  if (typeof got !== 'string') return undefined;
+  const norm = (s: string) => s.toLowerCase().replace(/[\s_-]+/g, ' ').trim();
+  const target = norm(got);
+  const hit = values.find((v) => typeof v === 'string' && (norm(v) === target || norm(v).endsWith(` ${target}`)));
+  return typeof hit === 'string' ? hit : undefined;
+}
+
+function enumMessage(field: string, values: readonly unknown[], got: unknown): string {
+  const hint = suggestion(values, got);
+  const gotText = typeof got === 'string' ? quote(got) : describeValue(got);
+  const list =
+    values.length <= 20
+      ? `one of: ${values.join(', ')}`
+      : `one of the ${values.length} names listed in the documentation (e.g. ${values.slice(0, 3).map((v) => quote(String(v))).join(', ')})`;
+  return `${field} must be ${list}; got ${gotText}${hint ? ` (did you mean ${quote(hint)}?)` : ''}`;
+}
+
+function fmt(n: unknown): string {
+  return typeof n === 'bigint' ? n.toString() : String(n);
+}
+
+function mapIssue(issue: z.core.$ZodIssue, raw: Record<string, unknown>, kinds: Record<string, FieldKind>): ValidationIssue {
+  const field = issue.path.map(String).join('.');
+  const top = issue.path[0];
+  const got = typeof top === 'string' ? raw[top] : undefined;
+  const kind: FieldKind | undefined = typeof top === 'string' ? kinds[top] : undefined;
+
+  if (got === undefined && issue.path.length === 1) {
+    return { field, rule: 'required', message: `${field} is required` };
+  }
+  if (kind === 'digits-or-integer' && issue.code !== 'too_small' && issue.code !== 'too_big') {
+    return {
+      field,
+      rule: 'integer',
+      message: `${field} must be an integer (a string of decimal digits is also accepted); got ${typeof got === 'string' ? quote(got) : describeValue(got)}`,
+    };
+  }
+
+  switch (issue.code) {
+    case 'invalid_type': {
+      if (kind === 'integer' && typeof got === 'number' && Number.isFinite(got)) {
+        return { field, rule: 'integer', message: `${field} must be an integer; got ${got}` };
+      }
+      const noun = kind ? KIND_NOUN[kind] : `of type ${issue.expected}`;
+      return { field, rule: 'type', message: `${field} must be ${noun}; got ${describeValue(got)}` };
+    }
+    case 'too_small': {
+      if (issue.origin === 'string') {
+        return { field, rule: 'required', message: `${field} must not be empty` };
+      }
+      return { field, rule: 'min', message: `${field} must be at least ${fmt(issue.minimum)}; got ${fmt(got)}` };
+    }
+    case 'too_big': {
+      if (issue.origin === 'string') {
+        return { field, rule: 'max', message: `${field} must be at most ${fmt(issue.maximum)} characters long` };
+      }
+      return { field, rule: 'max', message: `${field} must be at most ${fmt(issue.maximum)}; got ${fmt(got)}` };
+    }
+    case 'invalid_value':
+      if (kind === 'enum' && typeof got !== 'string') {
+        return { field, rule: 'type', message: `${enumMessage(field, issue.values, got)}`.replace(' must be ', ' must be a string, ') };
+      }
+      return {
+        field,
+        rule: 'enum',
+        message: kind === 'literal' ? `${field} must be ${issue.values.map(String).join(' or ')}` : enumMessage(field, issue.values, got),
+      };
+    case 'custom': {
+      const rule = typeof issue.params?.rule === 'string' ? issue.params.rule : 'invalid';
+      return { field, rule, message: `${field} ${issue.message}` };
+    }
+    case 'invalid_union':
+      return { field, rule: 'type', message: `${field} must be ${kind ? KIND_NOUN[kind] : 'valid'}; got ${describeValue(got)}` };
+    case 'invalid_format':
+      return { field, rule: 'format', message: `${field} has an invalid format` };
+    default:
+      return { field, rule: 'invalid', message: `${field}: ${issue.message}` };
+  }
+}
+
+/**
+ * One issue per (field, rule), at the position of the first, with the text of the last: zod can
+ * report the same kind of bound twice (z.int()'s safe-integer range, then the field's own, tighter
+ * range), and the last one is the field's own.
+ */
+function dedupe(issues: ValidationIssue[]): ValidationIssue[] {
+  const out: ValidationIssue[] = [];
+  const at = new Map<string, number>();
+  for (const issue of issues) {
+    const key = `${issue.field}\u0000${issue.rule}`;
+    const index = at.get(key);
+    if (index === undefined) {
+      at.set(key, out.length);
+      out.push(issue);
+    } else {
+      out[index] = issue;
+    }
+  }
+  return out;
+}
