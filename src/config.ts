@@ -27,6 +27,10 @@ export const ConfigSchema = z.object({
   API_KEYS: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
+  /** How long a valid API key is remembered (a revocation takes effect within it); 0 disables. */
+  API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5000),
+  /** How stale a prediction read may be when another API replica changed it; 0 disables. */
+  READ_CACHE_TTL_MS: z.coerce.number().int().min(0).default(1000),
   JOB_ACK_WAIT_MS: milliseconds.default(60_000),
   JOB_MAX_DELIVER: z.coerce.number().int().min(1).max(100).default(3),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),

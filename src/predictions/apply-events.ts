@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { JsMsg } from '@nats-io/jetstream';
 import type { Database } from '../store/database.ts';
-import { applyTransition, transitionFromEvent } from '../store/predictions.ts';
+import { applyTransition, transitionFromEvent, type PredictionRecord } from '../store/predictions.ts';
 import type { Queue } from '../queue/connection.ts';
 import { runConsumer, type RunningConsumer } from '../queue/consume.ts';
 import type { OutboxRelay } from '../queue/outbox-relay.ts';
@@ -14,7 +14,7 @@ import { webhookDeliveryFor } from './webhook-delivery.ts';
  * refuses to move a record backwards or twice into one state), so redelivered or
  * reordered events are harmless; the message is acked only after the transaction commits.
  */
-export function startEventApplier(deps: { db: Database; queue: Queue; relay: OutboxRelay; logger: Logger; publicBaseUrl: () => string }): RunningConsumer {
+export function startEventApplier(deps: { db: Database; queue: Queue; relay: OutboxRelay; logger: Logger; publicBaseUrl: () => string; onChange: (record: PredictionRecord) => void }): RunningConsumer {
   const logger = deps.logger.child({ component: 'event-applier' });
   return runConsumer({
     js: deps.queue.js,
@@ -31,8 +31,9 @@ export function startEventApplier(deps: { db: Database; queue: Queue; relay: Out
       const event = parsed.data;
       const change = await applyTransition(deps.db, event.predictionId, transitionFromEvent(event, (name) => `${deps.publicBaseUrl()}/v1/files/${name}`), webhookDeliveryFor);
       if (change.applied) {
+        deps.onChange(change.record);
         logger.info({ predictionId: event.predictionId, status: event.status, workerId: event.workerId }, 'prediction status changed');
-        if (change.webhook) deps.relay.kick();
+        deps.relay.publish(change.outbox);
       } else {
         logger.debug({ predictionId: event.predictionId, status: event.status, current: change.current }, 'status event ignored');
       }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Database } from '../store/database.ts';
-import { applyTransition } from '../store/predictions.ts';
+import { applyTransition, type PredictionRecord } from '../store/predictions.ts';
 import type { Queue } from '../queue/connection.ts';
 import { runConsumer, type RunningConsumer } from '../queue/consume.ts';
 import type { OutboxRelay } from '../queue/outbox-relay.ts';
@@ -17,7 +17,7 @@ const MaxDeliveriesAdvisory = z.object({ stream: z.string(), stream_seq: z.numbe
  * stream; the server announces it with an advisory (captured in a stream). We fail the
  * prediction with a refund, then remove the job so it cannot run later.
  */
-export function startMaxDeliveryHandler(deps: { db: Database; queue: Queue; relay: OutboxRelay; logger: Logger }): RunningConsumer {
+export function startMaxDeliveryHandler(deps: { db: Database; queue: Queue; relay: OutboxRelay; logger: Logger; onChange: (record: PredictionRecord) => void }): RunningConsumer {
   const logger = deps.logger.child({ component: 'max-deliveries' });
   return runConsumer({
     js: deps.queue.js,
@@ -46,7 +46,8 @@ export function startMaxDeliveryHandler(deps: { db: Database; queue: Queue; rela
           webhookDeliveryFor,
         );
         logger.warn({ predictionId: job.data.id, applied: change.applied }, 'job reached MaxDeliver: prediction failed and refunded');
-        if (change.applied && change.webhook) deps.relay.kick();
+        if (change.applied) deps.onChange(change.record);
+        if (change.applied) deps.relay.publish(change.outbox);
       } else {
         logger.warn({ seq }, 'MaxDeliver advisory for a job no longer in the stream');
       }

@@ -37,15 +37,20 @@ export function runConsumer(options: {
   const loop = (async () => {
     while (!stopped) {
       try {
-        const source = await js.consumers.get(stream, consumer);
+        console.log('get', consumer);const source = await js.consumers.get(stream, consumer);console.log('got', consumer);
         messages = await source.consume({ max_messages: Math.max(concurrency, 1) });
+        // stop() may have run while the pull was being set up, with nothing to close yet.
+        console.log('consuming', consumer, stopped);if (stopped) {
+          await messages.close().catch(() => undefined);
+          break;
+        }
         for await (const msg of messages) {
           const task = handleSafely(msg).finally(() => inFlight.delete(task));
           inFlight.add(task);
           if (inFlight.size >= concurrency) await Promise.race(inFlight);
         }
       } catch (error) {
-        if (!stopped) logger.warn({ err: error, stream, consumer }, 'consumer interrupted; resubscribing');
+        console.log('err', consumer, error);if (!stopped) logger.warn({ err: error, stream, consumer }, 'consumer interrupted; resubscribing');
       }
       if (!stopped) await new Promise((resolve) => setTimeout(resolve, 1000));
     }
@@ -53,9 +58,9 @@ export function runConsumer(options: {
 
   return {
     async stop() {
-      stopped = true;
-      await messages?.close().catch(() => undefined);
-      await loop;
+      stopped = true;console.log('stop', consumer, !!messages);
+      await messages?.close().catch(() => undefined);console.log('closed', consumer);
+      await loop;console.log('loop done', consumer);
       await Promise.all(inFlight);
     },
   };

@@ -1,87 +1,82 @@
 import type { Logger } from 'pino';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Database } from '../store/database.ts';
-import { pendingOutbox, removeFromOutbox } from '../store/outbox.ts';
+import { pendingOutbox, removeFromOutbox, type PendingOutboxMessage } from '../store/outbox.ts';
 
 export interface OutboxRelay {
-  /** Asks for a flush soon (after a commit that wrote to the outbox). */
-  kick(): void;
-  /** Flushes now; resolves when every message pending at call time is published or a publish failed. */
-  flush(): Promise<void>;
+  /** Publishes messages just committed to the outbox (no read back), then removes their rows. */
+  publish(messages: readonly PendingOutboxMessage[]): void;
+  /** Publishes every row left in the outbox (crash leftovers, NATS outages); resolves when done or a publish failed. */
+  sweep(): Promise<void>;
   stop(): Promise<void>;
 }
 
 /**
- * Publishes outbox rows to JetStream, then deletes them. A crash after the publish and
- * before the delete republishes the row: the stream's duplicate window (Nats-Msg-Id)
- * drops that copy. When NATS is unreachable the rows wait and the periodic sweep retries.
+ * Moves outbox rows to JetStream. The writer hands over what it committed, so the normal
+ * path costs one publish per message and one DELETE per batch; a periodic sweep publishes
+ * whatever was left behind. A row published twice (sweep racing a slow publish, a crash
+ * before the DELETE) is stored once: the stream drops the copy by Nats-Msg-Id.
  */
 export function startOutboxRelay(options: {
   db: Database;
   js: JetStreamClient;
   logger: Logger;
   sweepIntervalMs?: number;
-  batchSize?: number;
+  /** Rows younger than this are left to their writer's own publish. */
+  sweepAfterMs?: number;
 }): OutboxRelay {
   const { db, js, logger } = options;
-  const batchSize = options.batchSize ?? 200;
-  let running: Promise<void> | null = null;
-  let again = false;
-  let stopped = false;
+  const sweepAfterMs = options.sweepAfterMs ?? 3000;
+  const inFlight = new Set<Promise<unknown>>();
+  let sweeping: Promise<void> | null = null;
 
-  async function drain(): Promise<void> {
-    for (;;) {
-      const batch = await pendingOutbox(db, batchSize);
-      if (batch.length === 0) return;
-      const published: number[] = [];
-      try {
-        // Publish concurrently; each awaits its own PubAck from the stream.
-        const results = await Promise.allSettled(
-          batch.map((message) =>
-            js.publish(message.subject, JSON.stringify(message.payload), { msgID: message.msgId, timeout: 5000 }),
-          ),
-        );
-        results.forEach((result, index) => {
-          if (result.status === 'fulfilled') published.push(batch[index]!.id);
-          else logger.warn({ err: result.reason, subject: batch[index]!.subject }, 'outbox publish failed; will retry');
-        });
-      } finally {
-        await removeFromOutbox(db, published);
-      }
-      if (published.length < batch.length) return;
+  /** Publishes a batch; removes the published rows; returns whether all went through. */
+  async function publishBatch(messages: readonly PendingOutboxMessage[]): Promise<boolean> {
+    const results = await Promise.allSettled(
+      messages.map((message) => js.publish(message.subject, JSON.stringify(message.payload), { msgID: message.msgId, timeout: 5000 })),
+    );
+    const published = messages.filter((_, index) => results[index]!.status === 'fulfilled').map((message) => message.id);
+    if (published.length < messages.length) {
+      const failure = results.find((result) => result.status === 'rejected') as PromiseRejectedResult;
+      logger.warn({ err: failure.reason, unpublished: messages.length - published.length }, 'outbox publish failed; the sweep will retry');
     }
+    await removeFromOutbox(db, published);
+    return published.length === messages.length;
   }
 
-  function flush(): Promise<void> {
-    if (running) {
-      again = true;
-      return running;
-    }
-    running = (async () => {
+  function track(task: Promise<unknown>): void {
+    const settled = task.catch((error) => logger.warn({ err: error }, 'outbox relay error; the sweep will retry')).finally(() => inFlight.delete(settled));
+    inFlight.add(settled);
+  }
+
+  function sweep(): Promise<void> {
+    sweeping ??= (async () => {
       try {
-        do {
-          again = false;
-          await drain();
-        } while (again && !stopped);
+        for (;;) {
+          const batch = await pendingOutbox(db, 500, sweepAfterMs);
+          if (batch.length === 0 || !(await publishBatch(batch))) return;
+        }
       } catch (error) {
-        logger.warn({ err: error }, 'outbox relay pass failed; will retry');
+        logger.warn({ err: error }, 'outbox sweep failed; will retry');
       } finally {
-        running = null;
+        sweeping = null;
       }
     })();
-    return running;
+    return sweeping;
   }
 
-  const sweep = setInterval(() => void flush(), options.sweepIntervalMs ?? 2000);
-  sweep.unref();
+  const timer = setInterval(() => void sweep(), options.sweepIntervalMs ?? 2000);
+  timer.unref();
 
   return {
-    kick: () => void flush(),
-    flush,
+    publish(messages) {
+      if (messages.length > 0) track(publishBatch(messages));
+    },
+    sweep,
     async stop() {
-      stopped = true;
-      clearInterval(sweep);
-      await running;
+      clearInterval(timer);
+      await sweeping;
+      await Promise.all(inFlight);
     },
   };
 }

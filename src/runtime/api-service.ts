@@ -4,6 +4,8 @@ import { buildApi, type ApiApp } from '../api/server.ts';
 import type { ReadinessCheck } from '../api/routes/health.ts';
 import { parseApiKeysSpec, publicBaseUrl, type Config } from '../config.ts';
 import { startEventApplier } from '../predictions/apply-events.ts';
+import { createSubmitter } from '../predictions/create.ts';
+import { createPredictionReader } from '../predictions/reader.ts';
 import { startMaxDeliveryHandler } from '../predictions/max-deliveries.ts';
 import { connectQueue, type Queue } from '../queue/connection.ts';
 import { startOutboxRelay } from '../queue/outbox-relay.ts';
@@ -46,10 +48,11 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
 
   // Known for sure only once listening (PORT=0 picks a free port).
   let baseUrl = publicBaseUrl(config);
+  const reader = createPredictionReader(db, config.READ_CACHE_TTL_MS);
   const relay = startOutboxRelay({ db, js: queue.js, logger: logger.child({ component: 'outbox' }) });
   const background = [
-    startEventApplier({ db, queue, relay, logger, publicBaseUrl: () => baseUrl }),
-    startMaxDeliveryHandler({ db, queue, relay, logger }),
+    startEventApplier({ db, queue, relay, logger, publicBaseUrl: () => baseUrl, onChange: reader.remember }),
+    startMaxDeliveryHandler({ db, queue, relay, logger, onChange: reader.remember }),
     startWebhookDispatcher({
       queue,
       logger,
@@ -62,7 +65,9 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
 
   const app = buildApi({
     db,
-    relay,
+    submitter: createSubmitter({ db, relay }),
+    reader,
+    apiKeyCacheTtlMs: config.API_KEY_CACHE_TTL_MS,
     images: queue.images,
     logger,
     allowPrivateUrls: config.ALLOW_PRIVATE_URLS,
@@ -79,7 +84,7 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
   });
   const address = await app.listen({ port: config.PORT, host: config.HOST });
   baseUrl = publicBaseUrl(config, app.server.address() && typeof app.server.address() === 'object' ? (app.server.address() as { port: number }).port : config.PORT);
-  relay.kick();
+  void relay.sweep();
 
   let stopping: Promise<void> | null = null;
   return {

@@ -11,18 +11,23 @@ export interface PendingOutboxMessage extends OutboxMessage {
   id: number;
 }
 
-export async function enqueueOutbox(tx: Queryable, message: OutboxMessage): Promise<void> {
-  await tx.query('INSERT INTO outbox (subject, msg_id, payload) VALUES ($1, $2, $3::jsonb)', [
-    message.subject,
-    message.msgId,
-    JSON.stringify(message.payload),
-  ]);
+/** Writes messages in the caller's transaction; returns them with their row ids, in order. */
+export async function enqueueOutbox(tx: Queryable, messages: readonly OutboxMessage[]): Promise<PendingOutboxMessage[]> {
+  if (messages.length === 0) return [];
+  const { rows } = await tx.query<{ id: string | number }>(
+    `INSERT INTO outbox (subject, msg_id, payload)
+     SELECT subject, msg_id, payload::jsonb FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS v(subject, msg_id, payload, n)
+     ORDER BY n RETURNING id`,
+    [messages.map((m) => m.subject), messages.map((m) => m.msgId), messages.map((m) => JSON.stringify(m.payload))],
+  );
+  return messages.map((message, index) => ({ ...message, id: Number(rows[index]!.id) }));
 }
 
-export async function pendingOutbox(db: Queryable, max: number): Promise<PendingOutboxMessage[]> {
+/** Rows written at least olderThanMs ago and not yet published (their writer crashed, or NATS was away). */
+export async function pendingOutbox(db: Queryable, max: number, olderThanMs = 0): Promise<PendingOutboxMessage[]> {
   const { rows } = await db.query<{ id: string | number; subject: string; msg_id: string; payload: unknown }>(
-    'SELECT id, subject, msg_id, payload FROM outbox ORDER BY id LIMIT $1',
-    [max],
+    `SELECT id, subject, msg_id, payload FROM outbox WHERE created_at <= now() - $2 * interval '1 millisecond' ORDER BY id LIMIT $1`,
+    [max, olderThanMs],
   );
   return rows.map((row) => ({ id: Number(row.id), subject: row.subject, msgId: row.msg_id, payload: row.payload }));
 }

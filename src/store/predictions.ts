@@ -1,7 +1,7 @@
 import type { PredictionError, PredictionOutput, StatusEvent } from '../queue/schemas.ts';
 import { NSFW_OUTPUT } from '../queue/schemas.ts';
 import type { Database, Queryable } from './database.ts';
-import { enqueueOutbox, type OutboxMessage } from './outbox.ts';
+import { enqueueOutbox, type OutboxMessage, type PendingOutboxMessage } from './outbox.ts';
 
 export type PredictionStatus = 'queued' | 'executing' | 'executed' | 'failed';
 
@@ -95,46 +95,89 @@ export interface NewPrediction {
   job: OutboxMessage;
 }
 
+export type CreateResult = { ok: true; record: PredictionRecord } | { ok: false; error: InsufficientCreditsError };
+
 /**
- * Charges the user and records the prediction and its job in one transaction: either all
- * three exist or none does. The conditional UPDATE takes the user's row lock, so
- * concurrent creates are serialised on it and can never take the balance below zero.
+ * Charges each user and records each prediction and its job, all in one transaction:
+ * for every accepted prediction the charge, the record, the ledger entry and the job
+ * exist together or not at all. The users' rows are locked first, so concurrent creates
+ * (in this process or another API replica) are serialised on them and a balance can
+ * never go below zero; the CHECK constraint is the last line of defence. Predictions are
+ * accepted in array order while the balance covers them; the others are refused with
+ * InsufficientCreditsError. Statements are set-based, so a batch of any size costs the
+ * same handful of round trips (group commit under load).
  */
-export async function createPrediction(db: Database, prediction: NewPrediction): Promise<PredictionRecord> {
+export async function createPredictions(
+  db: Database,
+  batch: readonly NewPrediction[],
+): Promise<{ results: CreateResult[]; outbox: PendingOutboxMessage[] }> {
+  if (batch.length === 0) return { results: [], outbox: [] };
   return db.transaction(async (tx) => {
-    const { rows: charged } = await tx.query<{ balance_cents: string }>(
-      `UPDATE users SET balance_cents = balance_cents - $2
-        WHERE id = $1 AND balance_cents >= $2 RETURNING balance_cents`,
-      [prediction.userId, prediction.costCents],
+    const userIds = [...new Set(batch.map((prediction) => prediction.userId))].sort();
+    const { rows: users } = await tx.query<{ id: string; balance_cents: string | number }>(
+      'SELECT id, balance_cents FROM users WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
+      [userIds],
     );
-    if (charged.length === 0) {
-      const { rows } = await tx.query<{ balance_cents: string }>('SELECT balance_cents FROM users WHERE id = $1', [prediction.userId]);
-      throw new InsufficientCreditsError(prediction.costCents, Number(rows[0]?.balance_cents ?? 0));
-    }
+    const balances = new Map(users.map((user) => [user.id, Number(user.balance_cents)]));
+    const accepted: NewPrediction[] = [];
+    const outcomes: (InsufficientCreditsError | NewPrediction)[] = batch.map((prediction) => {
+      const balance = balances.get(prediction.userId) ?? 0;
+      if (balance < prediction.costCents) return new InsufficientCreditsError(prediction.costCents, balance);
+      balances.set(prediction.userId, balance - prediction.costCents);
+      accepted.push(prediction);
+      return prediction;
+    });
+    if (accepted.length === 0) return { results: outcomes.map((outcome) => ({ ok: false, error: outcome as InsufficientCreditsError })), outbox: [] };
+
+    const charged = userIds.filter((id) => accepted.some((prediction) => prediction.userId === id));
+    await tx.query(
+      `UPDATE users SET balance_cents = v.balance FROM unnest($1::text[], $2::bigint[]) AS v(id, balance) WHERE users.id = v.id`,
+      [charged, charged.map((id) => balances.get(id)!)],
+    );
+    const column = <T>(pick: (prediction: NewPrediction) => T) => accepted.map(pick);
     const { rows } = await tx.query<PredictionRow>(
       `INSERT INTO predictions (id, user_id, workflow, status, input, credits_cents, image_count, webhook)
-       VALUES ($1, $2, $3, 'queued', $4::jsonb, $5, $6, $7) RETURNING ${COLUMNS}`,
+       SELECT id, user_id, workflow, 'queued', input::jsonb, credits_cents, image_count, webhook
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[], $7::text[])
+           AS v(id, user_id, workflow, input, credits_cents, image_count, webhook)
+       RETURNING ${COLUMNS}`,
       [
-        prediction.id,
-        prediction.userId,
-        prediction.workflow,
-        JSON.stringify(prediction.input),
-        prediction.costCents,
-        prediction.imageCount,
-        prediction.webhook,
+        column((p) => p.id),
+        column((p) => p.userId),
+        column((p) => p.workflow),
+        column((p) => JSON.stringify(p.input)),
+        column((p) => p.costCents),
+        column((p) => p.imageCount),
+        column((p) => p.webhook),
       ],
     );
     await tx.query(
-      `INSERT INTO credit_ledger (user_id, delta_cents, reason, prediction_id) VALUES ($1, $2, 'charge', $3)`,
-      [prediction.userId, -prediction.costCents, prediction.id],
+      `INSERT INTO credit_ledger (user_id, delta_cents, reason, prediction_id)
+       SELECT user_id, delta, 'charge', prediction_id FROM unnest($1::text[], $2::bigint[], $3::text[]) AS v(user_id, delta, prediction_id)`,
+      [column((p) => p.userId), column((p) => -p.costCents), column((p) => p.id)],
     );
-    await enqueueOutbox(tx, prediction.job);
-    return toRecord(rows[0]!);
+    const outbox = await enqueueOutbox(tx, column((p) => p.job));
+    const records = new Map(rows.map((row) => [row.id, toRecord(row)]));
+    const results = outcomes.map((outcome): CreateResult =>
+      outcome instanceof InsufficientCreditsError ? { ok: false, error: outcome } : { ok: true, record: records.get(outcome.id)! },
+    );
+    return { results, outbox };
   });
+}
+
+/** One prediction; throws InsufficientCreditsError when the balance does not cover it. */
+export async function createPrediction(db: Database, prediction: NewPrediction): Promise<PredictionRecord> {
+  const {
+    results: [result],
+  } = await createPredictions(db, [prediction]);
+  if (!result!.ok) throw result!.error;
+  return result!.record;
 }
 
 /** The owner's prediction, or null for an unknown id and for another user's (never leak existence). */
 export async function getPrediction(db: Queryable, userId: string, id: string): Promise<PredictionRecord | null> {
+  // PostgreSQL text cannot hold U+0000 (the query would fail): no such id can exist.
+  if (id.includes('\u0000')) return null;
   const { rows } = await db.query<PredictionRow>(`SELECT ${COLUMNS} FROM predictions WHERE id = $1 AND user_id = $2`, [id, userId]);
   return rows[0] ? toRecord(rows[0]) : null;
 }
@@ -158,7 +201,7 @@ const RANK: Record<PredictionStatus, number> = { queued: 0, executing: 1, execut
 
 export type StatusChange =
   | { applied: false; current: PredictionStatus | null }
-  | { applied: true; record: PredictionRecord; webhook: string | null };
+  | { applied: true; record: PredictionRecord; webhook: string | null; outbox: PendingOutboxMessage[] };
 
 export type Transition =
   | { status: 'executing'; at: string }
@@ -234,7 +277,7 @@ export async function applyTransition(
       }
     }
     const record = toRecord(updated[0]!);
-    if (row.webhook) await enqueueOutbox(tx, webhookFor(record, row.webhook));
-    return { applied: true, record, webhook: row.webhook };
+    const outbox = row.webhook ? await enqueueOutbox(tx, [webhookFor(record, row.webhook)]) : [];
+    return { applied: true, record, webhook: row.webhook, outbox };
   });
 }

@@ -1,0 +1,28 @@
+import type { Database } from '../store/database.ts';
+import { getPrediction, type PredictionRecord } from '../store/predictions.ts';
+import { TtlCache } from '../util/ttl-cache.ts';
+
+export interface PredictionReader {
+  /** The owner's prediction or null (unknown id, or another user's). */
+  get(userId: string, id: string): Promise<PredictionRecord | null>;
+  /** Called with every record this process writes, so its own reads are never stale. */
+  remember(record: PredictionRecord): void;
+}
+
+/**
+ * Reads for polling clients. A record changed by this process is seen at once; one changed
+ * by another API replica may be seen up to ttlMs late (READ_CACHE_TTL_MS, 0 disables).
+ */
+export function createPredictionReader(db: Database, ttlMs: number): PredictionReader {
+  const cache = new TtlCache<string, PredictionRecord>(ttlMs);
+  return {
+    async get(userId, id) {
+      const cached = cache.get(id);
+      if (cached) return cached.userId === userId ? cached : null;
+      const record = await getPrediction(db, userId, id);
+      if (record) cache.set(id, record);
+      return record;
+    },
+    remember: (record) => cache.set(record.id, record),
+  };
+}

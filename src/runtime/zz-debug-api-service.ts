@@ -1,0 +1,106 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { buildApi, type ApiApp } from '../api/server.ts';
+import type { ReadinessCheck } from '../api/routes/health.ts';
+import { parseApiKeysSpec, publicBaseUrl, type Config } from '../config.ts';
+import { startEventApplier } from '../predictions/apply-events.ts';
+import { createSubmitter } from '../predictions/create.ts';
+import { createPredictionReader } from '../predictions/reader.ts';
+import { startMaxDeliveryHandler } from '../predictions/max-deliveries.ts';
+import { connectQueue, type Queue } from '../queue/connection.ts';
+import { startOutboxRelay } from '../queue/outbox-relay.ts';
+import { ensureTopology } from '../queue/topology.ts';
+import { seedFromSpec } from '../store/accounts.ts';
+import { openDatabase, type Database } from '../store/database.ts';
+import { startWebhookDispatcher } from '../webhooks/dispatcher.ts';
+import { DEFAULT_WEBHOOK_SCHEDULE_MS, parseScheduleMs } from '../webhooks/retry-policy.ts';
+import { resolveWebhookSecret } from './webhook-secret.ts';
+
+export interface ApiService {
+  app: ApiApp;
+  db: Database;
+  queue: Queue;
+  /** The address it listens on, e.g. http://127.0.0.1:8080 */
+  address: string;
+  stop(): Promise<void>;
+}
+
+export interface ApiServiceOptions {
+  config: Config;
+  natsUrl: string;
+  logger: Logger;
+  /** Extra readiness checks (e.g. the in-process worker under `start`). */
+  extraReadiness?: Record<string, ReadinessCheck>;
+}
+
+/** The control plane: database, NATS topology, background consumers and the HTTP server. */
+export async function startApiService(options: ApiServiceOptions): Promise<ApiService> {
+  const { config, logger } = options;
+  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: path.join(config.DATA_DIR, 'pglite') });
+  logger.info({ database: db.kind }, 'database ready');
+  await seedFromSpec(db, parseApiKeysSpec(config.API_KEYS));
+
+  const queue = await connectQueue(options.natsUrl, 'qr-art-api');
+  await ensureTopology(queue.jsm, { jobAckWaitMs: config.JOB_ACK_WAIT_MS, jobMaxDeliver: config.JOB_MAX_DELIVER });
+
+  const webhookSecret = await resolveWebhookSecret(config.WEBHOOK_SECRET, config.DATA_DIR);
+  if (webhookSecret.source !== 'env') logger.info({ file: webhookSecret.file }, 'webhook signing secret kept in DATA_DIR (set WEBHOOK_SECRET to choose one)');
+
+  // Known for sure only once listening (PORT=0 picks a free port).
+  let baseUrl = publicBaseUrl(config);
+  const reader = createPredictionReader(db, config.READ_CACHE_TTL_MS);
+  const relay = startOutboxRelay({ db, js: queue.js, logger: logger.child({ component: 'outbox' }) });
+  const background = [
+    startEventApplier({ db, queue, relay, logger, publicBaseUrl: () => baseUrl, onChange: reader.remember }),
+    startMaxDeliveryHandler({ db, queue, relay, logger, onChange: reader.remember }),
+    startWebhookDispatcher({
+      queue,
+      logger,
+      secret: webhookSecret.secret,
+      scheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS ? parseScheduleMs(config.WEBHOOK_RETRY_SCHEDULE_MS) : DEFAULT_WEBHOOK_SCHEDULE_MS,
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      allowPrivateUrls: config.ALLOW_PRIVATE_URLS,
+    }),
+  ];
+
+  const app = buildApi({
+    db,
+    submitter: createSubmitter({ db, relay }),
+    reader,
+    apiKeyCacheTtlMs: config.API_KEY_CACHE_TTL_MS,
+    images: queue.images,
+    logger,
+    allowPrivateUrls: config.ALLOW_PRIVATE_URLS,
+    bodyLimit: config.BODY_LIMIT_BYTES,
+    readiness: {
+      database: async () => (await db.query('SELECT 1')).rows.length === 1,
+      nats: async () => {
+        if (queue.nc.isClosed()) return false;
+        await queue.nc.flush();
+        return true;
+      },
+      ...options.extraReadiness,
+    },
+  });
+  const address = await app.listen({ port: config.PORT, host: config.HOST });
+  baseUrl = publicBaseUrl(config, app.server.address() && typeof app.server.address() === 'object' ? (app.server.address() as { port: number }).port : config.PORT);
+  void relay.sweep();
+
+  let stopping: Promise<void> | null = null;
+  return {
+    app,
+    db,
+    queue,
+    address,
+    stop() {
+      stopping ??= (async () => {
+        console.log('a');await app.close();
+        console.log('b');await Promise.all(background.map((consumer, i) => consumer.stop().then(() => console.log('stopped', i))));
+        console.log('c');await relay.stop();console.log('d');
+        await queue.close();console.log('e');
+        await db.close();console.log('f');
+      })();
+      return stopping;
+    },
+  };
+}
