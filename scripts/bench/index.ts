@@ -1,0 +1,12 @@
+// npm run bench -- <name> [options]: the benchmarks, one file each.
+const BENCHES: Record<string, string> = {
+  api: './api.ts',
+};
+
+const [name] = process.argv.slice(2);
+if (!name || !(name in BENCHES)) {
+  console.error(`usage: npm run bench -- <${Object.keys(BENCHES).join('|')}> [options]`);
+  process.exit(1);
+}
+process.argv.splice(2, 1);
+await import(BENCHES[name]!);
