@@ -63,6 +63,11 @@ export function toApiError(error: FastifyError | Error): ApiError {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new ApiError(415, 'unsupported_media_type', 'send the body as Content-Type: application/json', [{ field: 'content-type', rule: 'application/json' }]);
+    case 'FST_ERR_BAD_URL':
+      return new ApiError(400, 'invalid_request', 'the URL path is not validly percent-encoded', [{ field: 'path', rule: 'url_encoding' }]);
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      // No prediction id or file name is that long: the resource cannot exist.
+      return notFound('resource');
   }
   // Errors thrown by JSON.parse inside fastify's parser carry statusCode 400.
   if ((error as FastifyError).statusCode === 400) {

@@ -21,14 +21,17 @@ export function parseListQuery(query: unknown): { ok: true; value: { limit: numb
   // A repeated parameter arrives as an array: reject rather than guess.
   const parsed = ListQuery.safeParse(query ?? {});
   if (parsed.success) return { ok: true, value: parsed.data };
-  return {
-    ok: false,
-    details: parsed.error.issues.map((issue) => ({
+  // One detail per (field, rule), the last: z.int() reports its own safe-integer bound before the field's.
+  const details = new Map<string, ErrorDetail>();
+  for (const issue of parsed.error.issues) {
+    const detail = {
       field: String(issue.path[0] ?? ''),
       rule: issue.code === 'too_small' ? 'min' : issue.code === 'too_big' ? 'max' : 'integer',
       message: issue.code === 'invalid_type' ? `${String(issue.path[0])} must be an integer` : issue.message,
-    })),
-  };
+    };
+    details.set(`${detail.field}\u0000${detail.rule}`, detail);
+  }
+  return { ok: false, details: [...details.values()] };
 }
 
 export interface PageMeta {

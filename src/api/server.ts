@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyError } from 'fastify';
+import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import type { ObjectStore } from '@nats-io/obj';
 import type { Database } from '../store/database.ts';
-import type { OutboxRelay } from '../queue/outbox-relay.ts';
+import type { PredictionSubmitter } from '../predictions/create.ts';
+import type { PredictionReader } from '../predictions/reader.ts';
 import { ApiError, toApiError } from './errors.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -12,7 +13,9 @@ import { predictionRoutes } from './routes/predictions.ts';
 
 export interface ApiDependencies {
   db: Database;
-  relay: OutboxRelay;
+  submitter: PredictionSubmitter;
+  reader: PredictionReader;
+  apiKeyCacheTtlMs: number;
   images: ObjectStore;
   logger: Logger;
   readiness: Record<string, ReadinessCheck>;
@@ -33,7 +36,15 @@ export function buildApi(deps: ApiDependencies) {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     return503OnClosing: true,
+    // Router-level rejections (bad percent-encoding, an over-long path parameter) get our error body too.
+    frameworkErrors: (error, _request, reply) => {
+      const apiError = toApiError(error);
+      void (reply as unknown as FastifyReply).code(apiError.statusCode).send(apiError.toBody());
+    },
   });
+  // Create bodies are JSON only (spec 4): without fastify's built-in text/plain parser a
+  // text/plain body is a 415, as on GET /v1/predictions/queue, not a string that fails validation.
+  app.removeContentTypeParser('text/plain');
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -54,7 +65,9 @@ export function buildApi(deps: ApiDependencies) {
   app.register(fileRoutes, { images: deps.images });
   app.register(predictionRoutes, {
     db: deps.db,
-    relay: deps.relay,
+    submitter: deps.submitter,
+    reader: deps.reader,
+    apiKeyCacheTtlMs: deps.apiKeyCacheTtlMs,
     allowPrivateUrls: deps.allowPrivateUrls,
     bodyLimit: deps.bodyLimit,
   });

@@ -42,6 +42,8 @@ export type FieldKind = 'string' | 'text' | 'url' | 'integer' | 'number' | 'enum
 /** Largest qrContent that could possibly fit (numeric mode); longer strings skip the encoder. */
 const QR_MAX_CHARS_ANY_MODE = LIMITS.qrCapacityAtH.numeric;
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /** True when `text` can be encoded as a QR code at error-correction level H. */
 export function fitsInQrCode(text: string): { ok: true } | { ok: false; reason: string } {
   if (text.length === 0) return { ok: false, reason: 'empty' };
@@ -50,7 +52,7 @@ export function fitsInQrCode(text: string): { ok: true } | { ok: false; reason: 
   }
   // Any text fits in byte mode when its UTF-8 form is within the byte capacity; only
   // longer text needs the encoder's exact (and much slower) segment optimisation.
-  if (Buffer.byteLength(text, 'utf8') <= LIMITS.qrCapacityAtH.byte) return { ok: true };
+  if (!LONE_SURROGATE.test(text) && Buffer.byteLength(text, 'utf8') <= LIMITS.qrCapacityAtH.byte) return { ok: true };
   try {
     QRCode.create(text, { errorCorrectionLevel: LIMITS.qrErrorCorrectionLevel });
     return { ok: true };

@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Database } from '../../store/database.ts';
-import { getPrediction, InsufficientCreditsError, listPredictions } from '../../store/predictions.ts';
-import type { OutboxRelay } from '../../queue/outbox-relay.ts';
-import { submitPrediction } from '../../predictions/create.ts';
+import { InsufficientCreditsError, listPredictions } from '../../store/predictions.ts';
+import type { PredictionReader } from '../../predictions/reader.ts';
+import type { PredictionSubmitter } from '../../predictions/create.ts';
 import { parseCreateBody } from '../../workflows/validate.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { ApiError, invalidRequest, notFound } from '../errors.ts';
@@ -10,23 +10,26 @@ import { pageMeta, parseListQuery } from '../pagination.ts';
 
 export interface PredictionRoutesOptions {
   db: Database;
-  relay: OutboxRelay;
+  submitter: PredictionSubmitter;
+  reader: PredictionReader;
+  apiKeyCacheTtlMs: number;
   allowPrivateUrls: boolean;
   bodyLimit: number;
 }
 
 /** The prediction API of spec 4: create (POST, and GET for outpainting), get, list. */
 export async function predictionRoutes(app: FastifyInstance, options: PredictionRoutesOptions): Promise<void> {
-  const { db, relay } = options;
+  const { db, submitter } = options;
   app.decorateRequest('principal', null);
-  app.addHook('onRequest', requireApiKey(db));
+  app.addHook('onRequest', requireApiKey(db, options.apiKeyCacheTtlMs));
 
   async function create(request: FastifyRequest, body: unknown) {
     const principal = principalOf(request);
     const parsed = parseCreateBody(body, { allowPrivateUrls: options.allowPrivateUrls });
     if (!parsed.ok) throw invalidRequest(parsed.issues);
     try {
-      const record = await submitPrediction({ db, relay }, principal.userId, parsed.value);
+      const record = await submitter.submit(principal.userId, parsed.value);
+      options.reader.remember(record);
       request.log.info({ predictionId: record.id, workflow: parsed.value.workflow, credits: record.credits }, 'prediction created');
       return { success: true, data: record };
     } catch (error) {
@@ -52,7 +55,7 @@ export async function predictionRoutes(app: FastifyInstance, options: Prediction
   });
 
   app.get<{ Params: { id: string } }>('/v1/predictions/:id', async (request) => {
-    const record = await getPrediction(db, principalOf(request).userId, request.params.id);
+    const record = await options.reader.get(principalOf(request).userId, request.params.id);
     if (!record) throw notFound('prediction');
     return { success: true, data: record };
   });
