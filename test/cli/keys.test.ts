@@ -1,0 +1,68 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testDatabaseUrl } from '../helpers/database.ts';
+
+const run = promisify(execFile);
+const bin = path.resolve(import.meta.dirname, '../../bin/qr-art.js');
+
+describe('qr-art keys', () => {
+  let env: NodeJS.ProcessEnv;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-keys-'));
+    const database = await testDatabaseUrl();
+    env = { ...process.env, DATA_DIR: dataDir, ...(database.url ? { DATABASE_URL: database.url } : {}) };
+    cleanup = async () => {
+      await database.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    };
+  });
+  afterAll(async () => cleanup?.());
+
+  const keys = async (...args: string[]) => {
+    try {
+      const { stdout, stderr } = await run(process.execPath, [bin, 'keys', ...args], { env });
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      const failed = error as { code: number; stdout: string; stderr: string };
+      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+    }
+  };
+
+  it('creates a user with a fresh key and credits, adds credits, lists without revealing keys, revokes', async () => {
+    const created = await keys('create', '--user', 'carol', '--credits', '12.5', '--json');
+    expect(created.code).toBe(0);
+    const { apiKey, keyId, credits } = JSON.parse(created.stdout);
+    expect(apiKey).toMatch(/^qra_[A-Za-z0-9_-]{43}$/);
+    expect(credits).toBe(12.5);
+
+    const credited = await keys('credit', '--user', 'carol', '--credits', '0.25', '--json');
+    expect(JSON.parse(credited.stdout).credits).toBe(12.75);
+
+    const listed = await keys('list', '--json');
+    expect(listed.stdout).not.toContain(apiKey);
+    const carol = JSON.parse(listed.stdout).find((account: { userId: string }) => account.userId === 'carol');
+    expect(carol.credits).toBe(12.75);
+    expect(carol.keys).toEqual([expect.objectContaining({ keyId, revokedAt: null })]);
+
+    expect((await keys('revoke', '--key-id', keyId)).code).toBe(0);
+    const after = JSON.parse((await keys('list', '--json')).stdout).find((account: { userId: string }) => account.userId === 'carol');
+    expect(after.keys[0].revokedAt).not.toBeNull();
+  }, 60_000);
+
+  it('refuses fractions of a cent, unknown users and unknown key ids with a message and exit code 1', async () => {
+    const fraction = await keys('credit', '--user', 'carol', '--credits', '1.005');
+    expect(fraction.code).toBe(1);
+    expect(fraction.stderr).toContain('at most two decimals');
+    const unknown = await keys('credit', '--user', 'nobody', '--credits', '1');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no user nobody');
+    const revoke = await keys('revoke', '--key-id', 'key_missing');
+    expect(revoke.code).toBe(1);
+  }, 60_000);
+});
