@@ -37,11 +37,13 @@ export function runConsumer(options: {
   const loop = (async () => {
     while (!stopped) {
       try {
-        console.log('get', consumer);const source = await js.consumers.get(stream, consumer);console.log('got', consumer);
+        const source = await js.consumers.get(stream, consumer);
+        if (stopped) break;
         messages = await source.consume({ max_messages: Math.max(concurrency, 1) });
         // stop() may have run while the pull was being set up, with nothing to close yet.
-        console.log('consuming', consumer, stopped);if (stopped) {
-          await messages.close().catch(() => undefined);
+        // Not awaited: close() settles only once the iterator runs, and it will not.
+        if (stopped) {
+          void messages.close().catch(() => undefined);
           break;
         }
         for await (const msg of messages) {
@@ -50,7 +52,7 @@ export function runConsumer(options: {
           if (inFlight.size >= concurrency) await Promise.race(inFlight);
         }
       } catch (error) {
-        console.log('err', consumer, error);if (!stopped) logger.warn({ err: error, stream, consumer }, 'consumer interrupted; resubscribing');
+        if (!stopped) logger.warn({ err: error, stream, consumer }, 'consumer interrupted; resubscribing');
       }
       if (!stopped) await new Promise((resolve) => setTimeout(resolve, 1000));
     }
@@ -58,9 +60,9 @@ export function runConsumer(options: {
 
   return {
     async stop() {
-      stopped = true;console.log('stop', consumer, !!messages);
-      await messages?.close().catch(() => undefined);console.log('closed', consumer);
-      await loop;console.log('loop done', consumer);
+      stopped = true;
+      await messages?.close().catch(() => undefined);
+      await loop;
       await Promise.all(inFlight);
     },
   };

@@ -74,8 +74,13 @@ const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
 ];
 
 export async function migrate(db: Database): Promise<void> {
-  await db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
-    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+  await db.transaction(async (tx) => {
+    // Two replicas starting against a fresh server would otherwise collide inside
+    // CREATE TABLE IF NOT EXISTS (duplicate pg_type row); the lock makes the second wait.
+    await tx.query('SELECT pg_advisory_xact_lock(20240601)');
+    await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+  });
   const { rows } = await db.query<{ version: number }>('SELECT version FROM schema_migrations');
   const applied = new Set(rows.map((row) => Number(row.version)));
   for (const migration of MIGRATIONS) {

@@ -3,6 +3,9 @@ import type { Database, Queryable, QueryResult } from './database.ts';
 
 export async function openPostgres(connectionString: string): Promise<Database> {
   const pool = new pg.Pool({ connectionString, max: 10 });
+  // An idle client whose connection drops (server restart, failover) is emitted here; with no
+  // listener that would crash the process. The pool discards it and the next query reconnects.
+  pool.on('error', () => undefined);
   // Fail at start with the driver's message rather than on the first request.
   const probe = await pool.connect();
   probe.release();

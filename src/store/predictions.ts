@@ -1,5 +1,5 @@
 import type { PredictionError, PredictionOutput, StatusEvent } from '../queue/schemas.ts';
-import { NSFW_OUTPUT } from '../queue/schemas.ts';
+import { NSFW_ERROR, NSFW_OUTPUT } from '../queue/schemas.ts';
 import type { Database, Queryable } from './database.ts';
 import { enqueueOutbox, type OutboxMessage, type PendingOutboxMessage } from './outbox.ts';
 
@@ -215,8 +215,9 @@ export function transitionFromEvent(event: StatusEvent, fileUrl: (name: string) 
     case 'executed':
       return { status: 'executed', at: event.at, output: { images: event.images.map(fileUrl) }, isScanables: event.isScanables };
     case 'failed':
+      // The spec fixes the NSFW error text and output; a worker cannot change them.
       return event.nsfw
-        ? { status: 'failed', at: event.at, error: event.error, refund: false, output: NSFW_OUTPUT }
+        ? { status: 'failed', at: event.at, error: NSFW_ERROR, refund: false, output: NSFW_OUTPUT }
         : { status: 'failed', at: event.at, error: event.error, refund: true };
   }
 }

@@ -16,6 +16,12 @@ export interface TestStack {
   baseUrl: string;
   config: Config;
   nats: Awaited<ReturnType<typeof startTestNats>>;
+  /**
+   * Stops the API service only (NATS, database and DATA_DIR stay) and starts a new one on
+   * the same configuration; `api` and `baseUrl` point at the new one afterwards (its port
+   * may differ: PORT is 0).
+   */
+  restartApi(): Promise<ApiService>;
   /** fetch against the API with a key. */
   call(method: string, path: string, options?: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
   stop(): Promise<void>;
@@ -41,15 +47,25 @@ export async function startTestStack(options: { worker?: boolean; env?: Record<s
   });
   const logger = pino({ level: config.LOG_LEVEL });
   const worker = options.worker ? await startWorkerService({ config, natsUrl: nats.url, logger }) : null;
-  const api = await startApiService({ config: { ...config }, natsUrl: nats.url, logger });
-  const baseUrl = api.address;
+  let api = await startApiService({ config: { ...config }, natsUrl: nats.url, logger });
+  let baseUrl = api.address;
   // Image URLs are built from PUBLIC_BASE_URL, which defaults to the configured port (0 here).
   return {
-    api,
+    get api() {
+      return api;
+    },
     worker,
-    baseUrl,
+    get baseUrl() {
+      return baseUrl;
+    },
     config,
     nats,
+    async restartApi() {
+      await api.stop();
+      api = await startApiService({ config: { ...config }, natsUrl: nats.url, logger });
+      baseUrl = api.address;
+      return api;
+    },
     async call(method, urlPath, callOptions = {}) {
       const headers: Record<string, string> = { ...callOptions.headers };
       if (callOptions.key !== null && callOptions.key !== undefined) headers['x-api-key'] = callOptions.key;

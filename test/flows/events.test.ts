@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectQueue, type Queue } from '../../src/queue/connection.ts';
+import { NSFW_ERROR } from '../../src/queue/schemas.ts';
+import { balanceOf } from '../../src/store/accounts.ts';
+import { eventsDrained, imageName, publishEvent, publishRawEvent } from '../helpers/flows.ts';
+import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
+
+/**
+ * The API applies worker status events (design 2): monotonic, idempotent, refunds once.
+ * The test plays the worker by publishing StatusEvent messages itself.
+ */
+
+const KEY = 'key-events-0123456789abcdef0123456789';
+const FILES = 'https://files.example.test';
+/** Spec 7.1, verbatim. */
+const SPEC_NSFW_ERROR = 'NSFW content detected. Try running it again, or try a different prompt. Credits are still deducted because GPU compute was used.';
+const WORKER = 'test-worker';
+
+describe('status events from workers', () => {
+  let stack: TestStack;
+  let worker: Queue;
+
+  beforeAll(async () => {
+    stack = await startTestStack({ env: { API_KEYS: `erin:${KEY}:100`, PUBLIC_BASE_URL: FILES } });
+    worker = await connectQueue(stack.nats.url, 'test');
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await stack?.stop();
+  });
+
+  async function create(batchSize = 1) {
+    const created = await stack.call('POST', '/v1/predictions/queue', {
+      key: KEY,
+      body: { workflow: 'generate_qr_art_v4', qrText: 'a lighthouse', qrContent: 'https://example.com/events', batchSize },
+    });
+    expect(created.status).toBe(200);
+    return created.body.data as { id: string; credits: number; updatedAt: string; createdAt: string };
+  }
+
+  const get = async (id: string) => {
+    const got = await stack.call('GET', `/v1/predictions/${id}`, { key: KEY });
+    expect(got.status).toBe(200);
+    return got.body.data;
+  };
+
+  const until = (id: string, status: string) =>
+    waitFor(async () => {
+      const record = await get(id);
+      return record.status === status ? record : undefined;
+    });
+
+  const drained = () => waitFor(async () => ((await eventsDrained(stack.api.queue.jsm)) ? true : undefined));
+
+  const ledger = async (id: string, reason: string) =>
+    Number((await stack.api.db.query<{ n: string | number }>('SELECT count(*) AS n FROM credit_ledger WHERE prediction_id = $1 AND reason = $2', [id, reason])).rows[0]!.n);
+
+  let executedId = '';
+
+  it('executing then executed sets startedAt, completedAt and updatedAt, and builds output URLs from object names', async () => {
+    const created = await create(2);
+
+    const executingAt = new Date().toISOString();
+    await publishEvent(worker.js, { predictionId: created.id, status: 'executing', at: executingAt, workerId: WORKER });
+    const executing = await until(created.id, 'executing');
+    expect(executing).toMatchObject({ startedAt: executingAt, completedAt: null, output: '', error: null, refunded: false });
+    expect(Date.parse(executing.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created.updatedAt));
+
+    const names = [imageName(), imageName()];
+    const executedAt = new Date(Date.now() + 5).toISOString();
+    await publishEvent(worker.js, { predictionId: created.id, status: 'executed', at: executedAt, workerId: WORKER, images: names, isScanables: [true, false] });
+    const executed = await until(created.id, 'executed');
+    expect(executed).toMatchObject({
+      startedAt: executingAt,
+      completedAt: executedAt,
+      output: { images: names.map((name) => `${FILES}/v1/files/${name}`) },
+      isScanables: [true, false],
+      error: null,
+      refunded: false,
+      createdAt: created.createdAt,
+    });
+    expect(Date.parse(executed.updatedAt)).toBeGreaterThanOrEqual(Date.parse(executing.updatedAt));
+    expect(executed.updatedAt).not.toBe(created.updatedAt);
+    executedId = created.id;
+  });
+
+  it('ignores a duplicate executed and an executing that arrives after executed', async () => {
+    expect(executedId).not.toBe('');
+    const before = await get(executedId);
+    const later = new Date(Date.now() + 60_000).toISOString();
+    await publishEvent(worker.js, { predictionId: executedId, status: 'executed', at: later, workerId: 'other', images: [imageName()], isScanables: [false] });
+    await publishEvent(worker.js, { predictionId: executedId, status: 'executing', at: later, workerId: 'other' });
+    await drained();
+    expect(await get(executedId)).toEqual(before);
+  });
+
+  it('a failure refunds the charge exactly once, even when the failed event arrives three times with different message ids', async () => {
+    const balanceBefore = await balanceOf(stack.api.db, 'erin');
+    const created = await create();
+    expect(await balanceOf(stack.api.db, 'erin')).toBe(balanceBefore - Math.round(created.credits * 100));
+
+    const error = { code: 'device_lost', message: 'the GPU went away' };
+    const firstAt = new Date().toISOString();
+    for (const [index, msgId] of ['fail-a', 'fail-b', 'fail-c'].entries()) {
+      const at = new Date(Date.now() + index * 1000).toISOString();
+      await publishEvent(worker.js, { predictionId: created.id, status: 'failed', at: index === 0 ? firstAt : at, workerId: WORKER, error }, `${created.id}-${msgId}`);
+    }
+    await drained();
+
+    const failed = await get(created.id);
+    expect(failed).toMatchObject({ status: 'failed', error, refunded: true, output: '', completedAt: firstAt });
+    expect(await balanceOf(stack.api.db, 'erin')).toBe(balanceBefore);
+    expect(await ledger(created.id, 'refund')).toBe(1);
+    expect(await ledger(created.id, 'charge')).toBe(1);
+  });
+
+  it('an NSFW failure keeps the charge and reports the spec texts in output and error', async () => {
+    const balanceBefore = await balanceOf(stack.api.db, 'erin');
+    const created = await create();
+    const charged = balanceBefore - Math.round(created.credits * 100);
+
+    await publishEvent(worker.js, { predictionId: created.id, status: 'executing', at: new Date().toISOString(), workerId: WORKER });
+    await publishEvent(worker.js, { predictionId: created.id, status: 'failed', at: new Date().toISOString(), workerId: WORKER, error: NSFW_ERROR, nsfw: true });
+    const failed = await until(created.id, 'failed');
+    expect(failed.output).toBe('NSFW contents detected!');
+    expect(failed.error.message).toBe(SPEC_NSFW_ERROR);
+    expect(typeof failed.error.code).toBe('string');
+    expect(failed.refunded).toBe(false);
+    expect(failed.startedAt).not.toBeNull();
+    expect(failed.completedAt).not.toBeNull();
+
+    await drained();
+    expect(await balanceOf(stack.api.db, 'erin')).toBe(charged);
+    expect(await ledger(created.id, 'refund')).toBe(0);
+  });
+
+  it('drops events for unknown predictions and malformed events without holding back later events', async () => {
+    const created = await create();
+    const unknown = randomUUID();
+    await publishEvent(worker.js, { predictionId: unknown, status: 'executing', at: new Date().toISOString(), workerId: WORKER });
+    await publishRawEvent(worker.js, created.id, 'this is not JSON');
+    await publishRawEvent(worker.js, created.id, JSON.stringify({ predictionId: created.id, status: 'finished', at: new Date().toISOString(), workerId: WORKER }));
+    // An object name that is not a random token (path traversal attempt) is refused by the schema.
+    await publishRawEvent(
+      worker.js,
+      created.id,
+      JSON.stringify({ predictionId: created.id, status: 'executed', at: new Date().toISOString(), workerId: WORKER, images: ['../../etc/passwd'], isScanables: [true] }),
+    );
+    await publishEvent(worker.js, { predictionId: created.id, status: 'executing', at: new Date().toISOString(), workerId: WORKER });
+
+    const executing = await until(created.id, 'executing');
+    expect(executing.output).toBe('');
+    await drained();
+    const { rows } = await stack.api.db.query('SELECT 1 FROM predictions WHERE id = $1', [unknown]);
+    expect(rows).toHaveLength(0);
+    expect((await get(created.id)).status).toBe('executing');
+  });
+});

@@ -1,0 +1,185 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addApiKey, authenticate, balanceOf, ensureUser, grantCredits, revokeApiKey, seedFromSpec } from '../../src/store/accounts.ts';
+import { openDatabase, type Database } from '../../src/store/database.ts';
+import { migrate } from '../../src/store/migrations.ts';
+import { createPrediction, createPredictions, InsufficientCreditsError, type NewPrediction } from '../../src/store/predictions.ts';
+import { backend, testDatabaseUrl } from '../helpers/database.ts';
+
+/**
+ * The database layer on its own: PGlite in memory, or a fresh database on the PostgreSQL
+ * server named by TEST_DATABASE_URL.
+ */
+
+const LIST_SQL = `SELECT id FROM predictions WHERE user_id = 'user-0007' ORDER BY created_at DESC, id DESC LIMIT 10 OFFSET 0`;
+
+function newPrediction(userId: string, costCents: number): NewPrediction {
+  const id = randomUUID();
+  return {
+    id,
+    userId,
+    workflow: 'generate_qr_art_v4s',
+    input: { workflow: 'generate_qr_art_v4s', qrText: 'x', qrContent: 'y' },
+    imageCount: 1,
+    costCents,
+    webhook: null,
+    job: { subject: 'qrart.jobs.generate_qr_art_v4s', msgId: id, payload: { id } },
+  };
+}
+
+const count = async (db: Database, sql: string, params: unknown[] = []) => Number((await db.query<{ n: string | number }>(sql, params)).rows[0]!.n);
+
+async function plan(db: Database, options: { seqscan: boolean }): Promise<string> {
+  return db.transaction(async (tx) => {
+    if (!options.seqscan) await tx.query('SET LOCAL enable_seqscan = off');
+    const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${LIST_SQL}`);
+    return rows.map((row) => row['QUERY PLAN']).join('\n');
+  });
+}
+
+describe(`the store (${backend})`, () => {
+  let database: Awaited<ReturnType<typeof testDatabaseUrl>>;
+  let db: Database;
+  let pgliteDir: string;
+
+  beforeAll(async () => {
+    database = await testDatabaseUrl();
+    pgliteDir = await mkdtemp(path.join(tmpdir(), 'qrart-store-'));
+    db = await openDatabase({ databaseUrl: database.url, pgliteDir });
+  });
+  afterAll(async () => {
+    await db?.close();
+    await database?.drop();
+    await rm(pgliteDir, { recursive: true, force: true });
+  });
+
+  it('migrations are idempotent: reopening the database and migrating again changes nothing', async () => {
+    const migrations = await count(db, 'SELECT count(*) AS n FROM schema_migrations');
+    expect(migrations).toBeGreaterThan(0);
+    await ensureUser(db, 'survivor');
+    await migrate(db);
+    if (db.kind === 'postgres') {
+      // A second process against the same server while this one is open.
+      const [second, third] = await Promise.all([
+        openDatabase({ databaseUrl: database.url, pgliteDir }),
+        openDatabase({ databaseUrl: database.url, pgliteDir }),
+      ]);
+      await second.close();
+      await third.close();
+    } else {
+      // PGlite keeps one process per directory: close, then open the same files again.
+      await db.close();
+      db = await openDatabase({ databaseUrl: undefined, pgliteDir });
+    }
+    expect(await count(db, 'SELECT count(*) AS n FROM schema_migrations')).toBe(migrations);
+    expect(await count(db, "SELECT count(*) AS n FROM users WHERE id = 'survivor'")).toBe(1);
+  });
+
+  it.skipIf(backend !== 'postgres')('several processes starting together on a fresh PostgreSQL database all migrate it', async () => {
+    const fresh = await testDatabaseUrl();
+    try {
+      const opened = await Promise.all(Array.from({ length: 4 }, () => openDatabase({ databaseUrl: fresh.url, pgliteDir })));
+      expect(await count(opened[0]!, 'SELECT count(*) AS n FROM schema_migrations')).toBe(await count(db, 'SELECT count(*) AS n FROM schema_migrations'));
+      await Promise.all(opened.map((each) => each.close()));
+    } finally {
+      await fresh.drop();
+    }
+  });
+
+  it.skipIf(backend !== 'postgres')('survives PostgreSQL dropping its idle connections', async () => {
+    // Two clients in the pool, so one can terminate the other while it sits idle.
+    await Promise.all([db.query('SELECT pg_sleep(0.1)'), db.query('SELECT pg_sleep(0.1)')]);
+    const { rows } = await db.query<{ terminated: boolean }>(
+      `SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle'`,
+    );
+    expect(rows.length).toBeGreaterThanOrEqual(1);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect((await db.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
+  });
+
+  it('concurrent creates never take a balance below zero', async () => {
+    await ensureUser(db, 'spender');
+    await grantCredits(db, 'spender', 1000);
+    const results = await Promise.allSettled(Array.from({ length: 14 }, () => createPrediction(db, newPrediction('spender', 100))));
+    const accepted = results.filter((result) => result.status === 'fulfilled');
+    const refused = results.filter((result): result is PromiseRejectedResult => result.status === 'rejected');
+    expect(accepted).toHaveLength(10);
+    expect(refused).toHaveLength(4);
+    for (const result of refused) expect(result.reason).toBeInstanceOf(InsufficientCreditsError);
+    expect(await balanceOf(db, 'spender')).toBe(0);
+    expect(await count(db, "SELECT count(*) AS n FROM predictions WHERE user_id = 'spender'")).toBe(10);
+    expect(await count(db, "SELECT coalesce(sum(delta_cents), 0) AS n FROM credit_ledger WHERE user_id = 'spender'")).toBe(0);
+    // Every accepted prediction has its job in the outbox, written in the same transaction.
+    const ids = accepted.map((result) => (result as PromiseFulfilledResult<{ id: string }>).value.id);
+    expect(await count(db, 'SELECT count(*) AS n FROM outbox WHERE msg_id = ANY($1::text[])', [ids])).toBe(10);
+  });
+
+  it('a batch of creates is accepted in order while the balance covers it', async () => {
+    await ensureUser(db, 'batcher');
+    await grantCredits(db, 'batcher', 1000);
+    const batch = Array.from({ length: 5 }, () => newPrediction('batcher', 300));
+    const { results, outbox } = await createPredictions(db, batch);
+    expect(results.map((result) => result.ok)).toEqual([true, true, true, false, false]);
+    expect(outbox.map((message) => message.msgId)).toEqual(batch.slice(0, 3).map((prediction) => prediction.id));
+    expect(await balanceOf(db, 'batcher')).toBe(100);
+  });
+
+  it('the balance CHECK refuses a negative balance whatever the caller', async () => {
+    await ensureUser(db, 'checked');
+    await expect(db.query("UPDATE users SET balance_cents = -1 WHERE id = 'checked'")).rejects.toThrow(/check/i);
+    expect(await balanceOf(db, 'checked')).toBe(0);
+  });
+
+  it('the list query can use the predictions_user_newest index', async () => {
+    await db.exec(`
+      INSERT INTO users (id) SELECT 'user-' || lpad(g::text, 4, '0') FROM generate_series(1, 40) g ON CONFLICT DO NOTHING;
+      INSERT INTO predictions (id, user_id, workflow, status, input, credits_cents, image_count, created_at)
+        SELECT 'p-' || g, 'user-' || lpad((g % 40 + 1)::text, 4, '0'), 'generate_qr_art_v4s', 'queued', '{}'::jsonb, 100, 1,
+               now() - g * interval '1 second'
+          FROM generate_series(1, 4000) g;
+      ANALYZE predictions;
+    `);
+    expect(await plan(db, { seqscan: false })).toContain('predictions_user_newest');
+    const chosen = await plan(db, { seqscan: true });
+    // PostgreSQL picks the index on its own; PGlite's planner may still prefer a scan.
+    if (db.kind === 'postgres') expect(chosen).toContain('predictions_user_newest');
+  });
+
+  it('stores API keys only as SHA-256 digests', async () => {
+    const key = `qra_plaintext_${randomUUID()}`;
+    await addApiKey(db, 'keyholder', key, 'test');
+    const { rows } = await db.query('SELECT * FROM api_keys');
+    const dump = JSON.stringify(rows);
+    expect(dump).not.toContain(key);
+    expect(dump).toContain(createHash('sha256').update(key).digest('hex'));
+  });
+
+  it('a revoked key no longer authenticates', async () => {
+    const key = `qra_revoked_${randomUUID()}`;
+    const keyId = await addApiKey(db, 'revokee', key);
+    expect(await authenticate(db, key)).toEqual({ userId: 'revokee', keyId });
+    await revokeApiKey(db, keyId);
+    expect(await authenticate(db, key)).toBeNull();
+    // Revoking twice keeps the first revocation time.
+    const first = (await db.query<{ revoked_at: Date }>('SELECT revoked_at FROM api_keys WHERE id = $1', [keyId])).rows[0]!.revoked_at;
+    await revokeApiKey(db, keyId);
+    const second = (await db.query<{ revoked_at: Date }>('SELECT revoked_at FROM api_keys WHERE id = $1', [keyId])).rows[0]!.revoked_at;
+    expect(new Date(second).toISOString()).toBe(new Date(first).toISOString());
+  });
+
+  it('seeding from API_KEYS twice does not grant the credits twice', async () => {
+    const spec = [
+      { userId: 'seeded', apiKey: `qra_seed_${randomUUID()}`, credits: 12.5 },
+      { userId: 'seeded', apiKey: `qra_seed_${randomUUID()}`, credits: 1 },
+    ];
+    await seedFromSpec(db, spec);
+    await seedFromSpec(db, spec);
+    expect(await balanceOf(db, 'seeded')).toBe(1350);
+    expect(await count(db, "SELECT count(*) AS n FROM api_keys WHERE user_id = 'seeded'")).toBe(2);
+    expect(await count(db, "SELECT count(*) AS n FROM credit_ledger WHERE user_id = 'seeded' AND reason = 'grant'")).toBe(2);
+  });
+});
