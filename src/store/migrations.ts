@@ -25,9 +25,12 @@ const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
       );
       CREATE INDEX api_keys_user ON api_keys (user_id);
 
+      -- predictions and credit_ledger carry no foreign keys: each FK is a per-row lookup on
+      -- the hottest insert path, and every write to them is made by createPredictions and
+      -- applyTransition, in transactions that read the rows they refer to.
       CREATE TABLE predictions (
         id            text PRIMARY KEY,
-        user_id       text NOT NULL REFERENCES users(id),
+        user_id       text NOT NULL,
         workflow      text NOT NULL,
         status        text NOT NULL CHECK (status IN ('queued','executing','executed','failed')),
         input         jsonb NOT NULL,
@@ -49,10 +52,10 @@ const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
 
       CREATE TABLE credit_ledger (
         id            bigserial PRIMARY KEY,
-        user_id       text NOT NULL REFERENCES users(id),
+        user_id       text NOT NULL,
         delta_cents   bigint NOT NULL,
         reason        text NOT NULL CHECK (reason IN ('grant','charge','refund')),
-        prediction_id text REFERENCES predictions(id),
+        prediction_id text,
         created_at    timestamptz NOT NULL DEFAULT now()
       );
       -- A prediction is charged once and refunded at most once, whatever retries happen.
@@ -66,7 +69,7 @@ const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
         id         bigserial PRIMARY KEY,
         subject    text NOT NULL,
         msg_id     text NOT NULL,
-        payload    jsonb NOT NULL,
+        payload    text NOT NULL,
         created_at timestamptz NOT NULL DEFAULT now()
       );
     `,

@@ -16,7 +16,7 @@ export async function enqueueOutbox(tx: Queryable, messages: readonly OutboxMess
   if (messages.length === 0) return [];
   const { rows } = await tx.query<{ id: string | number }>(
     `INSERT INTO outbox (subject, msg_id, payload)
-     SELECT subject, msg_id, payload::jsonb FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS v(subject, msg_id, payload, n)
+     SELECT subject, msg_id, payload FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS v(subject, msg_id, payload, n)
      ORDER BY n RETURNING id`,
     [messages.map((m) => m.subject), messages.map((m) => m.msgId), messages.map((m) => JSON.stringify(m.payload))],
   );
@@ -25,11 +25,11 @@ export async function enqueueOutbox(tx: Queryable, messages: readonly OutboxMess
 
 /** Rows written at least olderThanMs ago and not yet published (their writer crashed, or NATS was away). */
 export async function pendingOutbox(db: Queryable, max: number, olderThanMs = 0): Promise<PendingOutboxMessage[]> {
-  const { rows } = await db.query<{ id: string | number; subject: string; msg_id: string; payload: unknown }>(
+  const { rows } = await db.query<{ id: string | number; subject: string; msg_id: string; payload: string }>(
     `SELECT id, subject, msg_id, payload FROM outbox WHERE created_at <= now() - $2 * interval '1 millisecond' ORDER BY id LIMIT $1`,
     [max, olderThanMs],
   );
-  return rows.map((row) => ({ id: Number(row.id), subject: row.subject, msgId: row.msg_id, payload: row.payload }));
+  return rows.map((row) => ({ id: Number(row.id), subject: row.subject, msgId: row.msg_id, payload: JSON.parse(row.payload) as unknown }));
 }
 
 export async function removeFromOutbox(db: Queryable, ids: readonly number[]): Promise<void> {

@@ -69,6 +69,42 @@ function toRecord(row: PredictionRow): PredictionRecord {
   };
 }
 
+function newRecord(prediction: NewPrediction, createdAtMs: number): PredictionRecord {
+  const at = new Date(createdAtMs).toISOString();
+  return {
+    id: prediction.id,
+    userId: prediction.userId,
+    createdAt: at,
+    startedAt: null,
+    updatedAt: at,
+    completedAt: null,
+    status: 'queued',
+    input: prediction.input,
+    output: '',
+    error: null,
+    refunded: false,
+    creditType: 'API_CREDITS',
+    isScanables: [],
+    credits: prediction.costCents / 100,
+  };
+}
+
+let lastMicros = 0;
+
+/** Strictly increasing microsecond timestamps, one per row of a batch. */
+function batchTimestamps(count: number): { iso: string; ms: number }[] {
+  const now = Math.floor((performance.timeOrigin + performance.now()) * 1000);
+  lastMicros = Math.max(now, lastMicros + 1);
+  const first = lastMicros;
+  lastMicros += count - 1;
+  return Array.from({ length: count }, (_, index) => {
+    const micros = first + index;
+    const ms = Math.floor(micros / 1000);
+    const iso = `${new Date(ms).toISOString().slice(0, -1)}${String(micros % 1000).padStart(3, '0')}Z`;
+    return { iso, ms };
+  });
+}
+
 function toListed(record: PredictionRecord): ListedPrediction {
   const { createdAt: _c, updatedAt: _u, error: _e, isScanables: _s, ...listed } = record;
   return listed;
@@ -135,12 +171,15 @@ export async function createPredictions(
       [charged, charged.map((id) => balances.get(id)!)],
     );
     const column = <T>(pick: (prediction: NewPrediction) => T) => accepted.map(pick);
-    const { rows } = await tx.query<PredictionRow>(
-      `INSERT INTO predictions (id, user_id, workflow, status, input, credits_cents, image_count, webhook)
-       SELECT id, user_id, workflow, 'queued', input::jsonb, credits_cents, image_count, webhook
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[], $7::text[])
-           AS v(id, user_id, workflow, input, credits_cents, image_count, webhook)
-       RETURNING ${COLUMNS}`,
+    // Creation times come from here rather than now() (one value per transaction), a
+    // microsecond apart in batch order, so "newest first" holds inside a batch too. The
+    // records are built here as well: RETURNING would double the cost of the insert.
+    const createdAt = batchTimestamps(accepted.length);
+    await tx.query(
+      `INSERT INTO predictions (id, user_id, workflow, status, input, credits_cents, image_count, webhook, created_at, updated_at)
+       SELECT id, user_id, workflow, 'queued', input::jsonb, credits_cents, image_count, webhook, created_at, created_at
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[], $7::text[], $8::timestamptz[])
+           AS v(id, user_id, workflow, input, credits_cents, image_count, webhook, created_at)`,
       [
         column((p) => p.id),
         column((p) => p.userId),
@@ -149,6 +188,7 @@ export async function createPredictions(
         column((p) => p.costCents),
         column((p) => p.imageCount),
         column((p) => p.webhook),
+        createdAt.map((stamp) => stamp.iso),
       ],
     );
     await tx.query(
@@ -157,7 +197,7 @@ export async function createPredictions(
       [column((p) => p.userId), column((p) => -p.costCents), column((p) => p.id)],
     );
     const outbox = await enqueueOutbox(tx, column((p) => p.job));
-    const records = new Map(rows.map((row) => [row.id, toRecord(row)]));
+    const records = new Map(accepted.map((p, index) => [p.id, newRecord(p, createdAt[index]!.ms)]));
     const results = outcomes.map((outcome): CreateResult =>
       outcome instanceof InsufficientCreditsError ? { ok: false, error: outcome } : { ok: true, record: records.get(outcome.id)! },
     );
