@@ -1,7 +1,7 @@
 /**
  * API throughput and latency against a bare Fastify route measured in the same run.
  * The servers run in child processes; the load generator (autocannon) runs here.
- *   npm run bench -- api [--seconds 10] [--connections 32]
+ *   npm run bench -- api [--seconds 10] [--connections 32] [--database-url postgres://…]
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -12,7 +12,7 @@ import autocannon from 'autocannon';
 import { freePort, startLocalNats } from '../../src/runtime/local-nats.ts';
 
 const { values } = parseArgs({
-  options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '32' } },
+  options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '32' }, 'database-url': { type: 'string' } },
   allowPositionals: true,
 });
 const seconds = Number(values.seconds);
@@ -55,7 +55,7 @@ const bare = fork(path.join(root, 'scripts/bench/bare-server.ts'), { execArgv: [
 const nats = await startLocalNats(path.join(dataDir, 'nats'));
 // The API alone (no worker): jobs queue up in JetStream, which is what a busy API sees.
 const service = spawn(process.execPath, [path.join(root, 'bin/qr-art.js'), 'serve'], {
-  env: { ...process.env, NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', API_KEYS: `bench:${KEY}:100000000` },
+  env: { ...process.env, ...(values['database-url'] ? { DATABASE_URL: values['database-url'] } : {}), NATS_URL: nats.url, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', API_KEYS: `bench:${KEY}:100000000` },
   stdio: ['ignore', 'inherit', 'inherit'],
 });
 try {
@@ -74,7 +74,7 @@ try {
   results.push(await load('create prediction', { url: `${apiUrl}/v1/predictions/queue`, method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: createBody }));
 
   const [bareGet, get, barePost, create] = results as [Measured, Measured, Measured, Measured];
-  console.log(`\nAPI benchmark: ${seconds}s per run, ${connections} connections, database PGlite, NATS local`);
+  console.log(`\nAPI benchmark: ${seconds}s per run, ${connections} connections, database ${values['database-url'] ? 'PostgreSQL' : 'PGlite'}, NATS local`);
   console.table(results.map((r) => ({ route: r.name, 'req/s': Math.round(r.requestsPerSec), 'p50 ms': r.p50, 'p99 ms': r.p99, 'non-2xx': r.non2xx })));
   console.log(`get / bare GET throughput:     ${(get.requestsPerSec / bareGet.requestsPerSec).toFixed(3)} (target >= 0.50)`);
   console.log(`create / bare POST throughput: ${(create.requestsPerSec / barePost.requestsPerSec).toFixed(3)} (target >= 0.25)`);
