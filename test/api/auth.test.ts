@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAccounts, revokeApiKey } from '../../src/store/accounts.ts';
 import { WORKFLOWS } from '../../src/workflows/names.ts';
+import { rawCall } from '../helpers/raw-http.ts';
 import { startTestStack, type TestStack } from '../helpers/service.ts';
 
 const ALICE = 'key-alice-auth-0123456789abcdef';
@@ -23,40 +23,6 @@ const OUTPAINTING = {
   type: 'one_shot',
 };
 
-interface RawResponse {
-  status: number;
-  body: any;
-  headers: Record<string, string | string[] | undefined>;
-}
-
-/** node:http, because fetch refuses a body on GET (spec 4.3 names GET for outpainting). */
-function rawCall(baseUrl: string, method: string, path: string, options: { headers?: Record<string, string>; body?: string } = {}): Promise<RawResponse> {
-  const url = new URL(path, baseUrl);
-  const headers: Record<string, string | number> = { ...options.headers };
-  if (options.body !== undefined) headers['content-length'] = Buffer.byteLength(options.body);
-  return new Promise((resolve, reject) => {
-    let answered = false;
-    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname + url.search, method, headers }, (res) => {
-      answered = true;
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          /* not JSON */
-        }
-        resolve({ status: res.statusCode ?? 0, body, headers: res.headers });
-      });
-    });
-    req.on('error', (error) => {
-      if (!answered) reject(error);
-    });
-    req.end(options.body);
-  });
-}
 
 const unauthorizedBody = {
   success: false,

@@ -1,7 +1,8 @@
-import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WORKFLOWS, type WorkflowName } from '../../src/workflows/names.ts';
+import { rawCall } from '../helpers/raw-http.ts';
 import { startTestStack, type TestStack } from '../helpers/service.ts';
+import { minimalBody } from '../workflows/helpers.ts';
 
 // This file's stack runs as in production: ALLOW_PRIVATE_URLS=false (https-only, public webhooks).
 
@@ -13,38 +14,6 @@ const keyOf = (prefix: string, index: number) => `key-${prefix}${index}-create-0
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const RECORD_KEYS = ['completedAt', 'createdAt', 'creditType', 'credits', 'error', 'id', 'input', 'isScanables', 'output', 'refunded', 'startedAt', 'status', 'updatedAt', 'userId'];
 
-/** The smallest valid body of each workflow (required fields only, no seed). */
-function minimalBody(workflow: WorkflowName): Record<string, unknown> {
-  switch (workflow) {
-    case 'generate_qr_art':
-    case 'generate_qr_art_v1.1':
-    case 'generate_qr_art_v2':
-    case 'generate_qr_art_v3a':
-    case 'generate_qr_art_v3b':
-      return { workflow, qrText: 'a castle on a hill', qrImage: 'https://example.com/qr.png' };
-    case 'generate_qr_art_v4':
-    case 'generate_qr_art_v4s':
-    case 'generate_qr_art_v4real':
-    case 'generate_qr_art_v4niji':
-    case 'generate_qr_art_v4dream':
-      return { workflow, qrText: 'a castle on a hill', qrContent: 'https://example.com' };
-    case 'generate_qr_art_v5':
-    case 'generate_qr_art_v5s':
-      return { workflow, prompt: 'a castle on a hill', qrContent: 'https://example.com' };
-    case 'outpainting':
-      return {
-        workflow,
-        image: 'https://example.com/photo.jpg',
-        image_width: 512,
-        image_height: 512,
-        padding_left: 128,
-        padding_right: 128,
-        padding_top: 0,
-        padding_bottom: 0,
-        type: 'one_shot',
-      };
-  }
-}
 
 const V1_DEFAULTS = { qrStrength: 0.85, qrSteps: 16 };
 const V4_DEFAULTS = { qrStrength: 1.5, batchSize: 1 };
@@ -82,51 +51,6 @@ function apiKeysSpec(): string {
   return entries.join(',');
 }
 
-interface RawResponse {
-  status: number;
-  body: any;
-}
-
-/** node:http: for a body on GET, raw bytes, and bodies sent without content-length (chunked). */
-function rawCall(
-  baseUrl: string,
-  method: string,
-  path: string,
-  options: { headers?: Record<string, string>; body?: string | Buffer; chunked?: boolean } = {},
-): Promise<RawResponse> {
-  const url = new URL(path, baseUrl);
-  const headers: Record<string, string | number> = { ...options.headers };
-  if (options.body !== undefined && !options.chunked) headers['content-length'] = Buffer.byteLength(options.body);
-  return new Promise((resolve, reject) => {
-    let answered = false;
-    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname + url.search, method, headers }, (res) => {
-      answered = true;
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          /* not JSON */
-        }
-        resolve({ status: res.statusCode ?? 0, body });
-      });
-    });
-    // The server may answer (413, 415) and close before the whole body was written.
-    req.on('error', (error) => {
-      if (!answered) reject(error);
-    });
-    if (options.body !== undefined && options.chunked) {
-      const bytes = Buffer.from(options.body);
-      for (let at = 0; at < bytes.length; at += 8192) req.write(bytes.subarray(at, at + 8192));
-      req.end();
-    } else {
-      req.end(options.body);
-    }
-  });
-}
 
 function expectErrorBody(body: any, code: string): void {
   expect(body).toEqual({
