@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../helpers/service.ts';
+import type { PageMeta } from '../../src/api/pagination.ts';
 
 const LISTER = 'key-lister-list-0123456789abcdef';
 const OTHER = 'key-other-list-0123456789abcdef0';
@@ -9,18 +10,7 @@ const COUNT = 23;
 const LISTED_KEYS = ['completedAt', 'creditType', 'credits', 'id', 'input', 'output', 'refunded', 'startedAt', 'status', 'userId'];
 const v4s = (n: number) => ({ workflow: 'generate_qr_art_v4s', qrText: `prompt ${n}`, qrContent: `https://example.com/${n}`, seed: n });
 
-interface Meta {
-  totalDocs: number;
-  offset: number;
-  limit: number;
-  totalPages: number;
-  page: number;
-  pagingCounter: number;
-  hasPrevPage: boolean;
-  hasNextPage: boolean;
-  prevPage: number | null;
-  nextPage: number | null;
-}
+type Meta = PageMeta;
 
 describe('listing predictions', () => {
   let stack: TestStack;
