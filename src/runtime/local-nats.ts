@@ -31,10 +31,18 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Runs `nats-server -js` on free loopback ports with its store under storeDir; resolves when it accepts clients. */
-export async function startLocalNats(storeDir: string, binary = process.env.NATS_SERVER_BIN ?? 'nats-server'): Promise<LocalNats> {
+/**
+ * Runs `nats-server -js` on loopback with its store under storeDir; resolves when it
+ * accepts clients. Ports are free ones unless given (a restart on the same port and store
+ * is how clients, which reconnect to the URL they know, find it again).
+ */
+export async function startLocalNats(
+  storeDir: string,
+  options: { port?: number; binary?: string } = {},
+): Promise<LocalNats> {
+  const binary = options.binary ?? process.env.NATS_SERVER_BIN ?? 'nats-server';
   await mkdir(storeDir, { recursive: true });
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const monitorPort = await freePort();
   const child: ChildProcess = spawn(
     binary,

@@ -1,17 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
-import { loadConfig } from '../../src/config.ts';
 import { STREAMS } from '../../src/queue/subjects.ts';
 import { startApiService, type ApiService } from '../../src/runtime/api-service.ts';
-import { freePort } from '../../src/runtime/local-nats.ts';
+import { freePort, startLocalNats, type LocalNats } from '../../src/runtime/local-nats.ts';
 import { startWorkerService, type WorkerService } from '../../src/runtime/worker-service.ts';
 import { testDatabaseUrl } from '../helpers/database.ts';
 import { sleep } from '../helpers/flows.ts';
-import { TEST_SECRET, waitFor } from '../helpers/service.ts';
+import { testConfig, waitFor } from '../helpers/service.ts';
 
 /**
  * The transactional outbox (design 1-2): a create commits while NATS is down and its job
@@ -21,35 +19,17 @@ import { TEST_SECRET, waitFor } from '../helpers/service.ts';
 
 const KEY = 'key-outbox-0123456789abcdef0123456789';
 
-/** nats-server -js on a fixed port; stop() keeps the store, start() again brings it back. */
+/** nats-server on a fixed port; stop() keeps the store, start() brings the same server back. */
 function natsOnFixedPort(port: number, storeDir: string) {
-  let child: ChildProcess | null = null;
+  let server: LocalNats | null = null;
   return {
     url: `nats://127.0.0.1:${port}`,
     async start(): Promise<void> {
-      const proc = spawn('nats-server', ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', storeDir], { stdio: ['ignore', 'pipe', 'pipe'] });
-      child = proc;
-      let log = '';
-      await new Promise<void>((resolve, reject) => {
-        const onData = (chunk: Buffer) => {
-          log += chunk.toString();
-          if (log.includes('Server is ready')) resolve();
-        };
-        proc.stdout!.on('data', onData);
-        proc.stderr!.on('data', onData);
-        proc.once('exit', (code) => reject(new Error(`nats-server exited with code ${code}:\n${log.slice(-2000)}`)));
-        setTimeout(() => reject(new Error(`nats-server did not become ready:\n${log.slice(-2000)}`)), 20_000).unref();
-      });
+      server = await startLocalNats(storeDir, { port });
     },
-    stop(): Promise<void> {
-      const proc = child;
-      child = null;
-      return new Promise<void>((resolve) => {
-        if (!proc || proc.exitCode !== null) return resolve();
-        proc.once('exit', () => resolve());
-        proc.kill('SIGTERM');
-        setTimeout(() => proc.kill('SIGKILL'), 5000).unref();
-      });
+    async stop(): Promise<void> {
+      await server?.stop();
+      server = null;
     },
   };
 }
@@ -68,16 +48,7 @@ describe('creates while NATS is down', () => {
     nats = natsOnFixedPort(await freePort(), storeDir);
     await nats.start();
     database = await testDatabaseUrl();
-    const config = loadConfig({
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      WEBHOOK_SECRET: TEST_SECRET,
-      ALLOW_PRIVATE_URLS: 'true',
-      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-      API_KEYS: `otto:${KEY}:100`,
-      ...(database.url ? { DATABASE_URL: database.url } : {}),
-    });
+    const config = testConfig(dataDir, database.url, { API_KEYS: `otto:${KEY}:100` });
     const logger = pino({ level: config.LOG_LEVEL });
     worker = await startWorkerService({ config, natsUrl: nats.url, logger });
     api = await startApiService({ config, natsUrl: nats.url, logger });

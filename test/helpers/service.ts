@@ -27,6 +27,20 @@ export interface TestStack {
   stop(): Promise<void>;
 }
 
+/** The configuration every test service runs with: loopback, a fixed webhook secret, private URLs allowed. */
+export function testConfig(dataDir: string, databaseUrl: string | undefined, env: Record<string, string> = {}): Config {
+  return loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    WEBHOOK_SECRET: TEST_SECRET,
+    ALLOW_PRIVATE_URLS: 'true',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...env,
+  });
+}
+
 /**
  * The real thing on loopback: nats-server, the database (PGlite or a PostgreSQL server),
  * the API on a free port, and optionally a worker daemon.
@@ -35,16 +49,7 @@ export async function startTestStack(options: { worker?: boolean; env?: Record<s
   const nats = await startTestNats();
   const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-data-'));
   const database = await testDatabaseUrl();
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    DATA_DIR: dataDir,
-    WEBHOOK_SECRET: TEST_SECRET,
-    ALLOW_PRIVATE_URLS: 'true',
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    ...(database.url ? { DATABASE_URL: database.url } : {}),
-    ...options.env,
-  });
+  const config = testConfig(dataDir, database.url, options.env);
   const logger = pino({ level: config.LOG_LEVEL });
   const worker = options.worker ? await startWorkerService({ config, natsUrl: nats.url, logger }) : null;
   let api = await startApiService({ config: { ...config }, natsUrl: nats.url, logger });
