@@ -1,0 +1,89 @@
+/**
+ * The two QR decoders the scan check runs, behind one shape: a luminance image in, every
+ * text read out. ZXing-C++ (zxing-wasm, its .wasm read from node_modules, never a CDN) and
+ * jsQR.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import jsQRModule from 'jsqr';
+import { prepareZXingModule, readBarcodes, type ReaderOptions } from 'zxing-wasm/reader';
+import { lumaToRgba, type LumaImage } from '../image/luma.ts';
+
+export type DecoderName = 'zxing' | 'jsqr';
+
+// QR only; we do our own downscaling and never look for inverted codes (a light-on-dark
+// code is not what we render, and counting it would flatter the check). Our encoder writes
+// UTF-8 bytes without an ECI, hence the UTF-8 fallback; Plain text = just the transcoded bytes.
+const readerOptions: ReaderOptions = {
+  formats: ['QRCode'],
+  tryHarder: true,
+  tryRotate: false, // QR detection is rotation invariant; the rotations are for linear codes
+  tryInvert: false,
+  tryDownscale: false,
+  tryDenoise: false,
+  isPure: false,
+  maxNumberOfSymbols: 4, // more than one, so a second different code in the image is noticed
+  textMode: 'Plain',
+  characterSet: 'UTF8',
+};
+
+let zxingReady: Promise<unknown> | undefined;
+
+/** The zxing module, instantiated once per process from the package's own .wasm file. */
+function zxingModule(): Promise<unknown> {
+  zxingReady ??= (async () => {
+    const require = createRequire(import.meta.url);
+    const bytes = readFileSync(require.resolve('zxing-wasm/reader/zxing_reader.wasm'));
+    const wasmBinary = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    return prepareZXingModule({ overrides: { wasmBinary }, fireImmediately: true });
+  })().catch((error: unknown) => {
+    zxingReady = undefined; // let a later call retry rather than fail forever
+    throw error;
+  });
+  return zxingReady;
+}
+
+/**
+ * Texts of the valid QR codes ZXing finds in the image (empty when none). The luminance
+ * goes in as a binary PGM file, which the reader's image loader (stb_image) takes as is:
+ * given RGBA, zxing-wasm would only turn it back into luminance in JS, and that round trip
+ * measured ~40% of the decode time of a 768x768 image.
+ */
+export async function zxingDecode(luma: LumaImage): Promise<string[]> {
+  await zxingModule();
+  const results = await readBarcodes(pgm(luma), readerOptions);
+  return results.filter((r) => r.isValid).map((r) => r.text);
+}
+
+function pgm(luma: LumaImage): Uint8Array {
+  const header = new TextEncoder().encode(`P5\n${luma.width} ${luma.height}\n255\n`);
+  const file = new Uint8Array(header.length + luma.data.length);
+  file.set(header);
+  file.set(luma.data, header.length);
+  return file;
+}
+
+interface JsQrChunk { type: string }
+interface JsQrCode { data: string; binaryData: number[]; chunks: JsQrChunk[] }
+type JsQr = (data: Uint8ClampedArray, width: number, height: number, options?: { inversionAttempts?: 'dontInvert' }) => JsQrCode | null;
+// jsqr is a CommonJS bundle whose module.exports also carries `default`.
+const jsQR = ((jsQRModule as unknown as { default?: JsQr }).default ?? jsQRModule) as unknown as JsQr;
+const utf8 = new TextDecoder('utf-8');
+
+/**
+ * jsQR's text (empty or one entry). jsQR turns each byte segment into text with
+ * decodeURIComponent and silently drops a segment that is not valid UTF-8; so the text is
+ * rebuilt from the raw bytes with the same UTF-8 fallback ZXing gets (numeric and
+ * alphanumeric bytes are ASCII). Kanji or ECI segments keep jsQR's own text.
+ */
+export function jsqrDecode(luma: LumaImage): string[] {
+  const code = jsQR(lumaToRgba(luma), luma.width, luma.height, { inversionAttempts: 'dontInvert' });
+  if (!code) return [];
+  const plain = code.chunks.every((c) => c.type === 'byte' || c.type === 'numeric' || c.type === 'alphanumeric');
+  return [plain ? utf8.decode(Uint8Array.from(code.binaryData)) : code.data];
+}
+
+export const decoders: Readonly<Record<DecoderName, (luma: LumaImage) => Promise<string[]> | string[]>> = {
+  zxing: zxingDecode,
+  jsqr: jsqrDecode,
+};

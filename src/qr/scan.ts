@@ -1,0 +1,208 @@
+/**
+ * The honest scan check: does a real decoder read exactly the expected text from this
+ * image? ZXing-C++ and jsQR run over a short, fixed ladder of scales and a light blur
+ * (design notes §6: artistic codes decode far better with the code spanning ~200-400 px).
+ * A read of any other text ends the check with `false`: an image that encodes something
+ * else (or also encodes something else) must never pass.
+ */
+import { blur3, downscaleArea, toLuma, type LumaImage } from '../image/luma.ts';
+import type { RawImage } from '../image/raw.ts';
+import { decoders, type DecoderName } from './decoders.ts';
+
+export type { DecoderName } from './decoders.ts';
+
+export interface ScanOptions {
+  /** Approximate side of the code in the image in px when the caller knows it (our own renders); default: the image's short side. */
+  codeSide?: number;
+  /** Upper bound on decode attempts (default: the full ladder, which is already bounded). */
+  maxAttempts?: number;
+}
+
+export interface ScanVerdict {
+  /** True only when a decoder returned exactly the expected text and nothing else. */
+  scannable: boolean;
+  /** Which decoder succeeded. */
+  decoder?: DecoderName;
+  /** Downscale factor of the attempt that succeeded (1 = native pixels). */
+  scale?: number;
+  blurred?: boolean;
+  /** Decode attempts made. */
+  attempts: number;
+  /** Set when some decoder read a different text: the verdict is then false. */
+  otherContent?: string;
+}
+
+export interface Decoded {
+  text: string;
+  decoder: DecoderName;
+  scale: number;
+  blurred: boolean;
+}
+
+/**
+ * One decode attempt: a decoder on the image scaled so the code spans about `codePx` pixels
+ * ('native': the image itself, or for a huge image an area-averaged copy of at most
+ * NATIVE_MAX_PIXELS), optionally after a 3x3 blur. Never upscaled. A rung whose image
+ * would be within 15% of the scale of one already tried with the same decoder and blur is
+ * skipped without counting: it would mostly repeat that attempt.
+ */
+export interface Rung {
+  readonly decoder: DecoderName;
+  readonly codePx: number | 'native';
+  readonly blur: boolean;
+}
+
+/**
+ * Cheapest and most likely first; every rung reads a different sampling of the code, which
+ * is what rescues artistic codes (they pass or fail almost at random from one sampling to
+ * the next). ZXing takes five: the code at ~400 px, ~240 px blurred, the native pixels,
+ * ~200 px blurred and ~160 px. jsQR (several times slower, reads less, but sometimes what
+ * ZXing misses) comes last, on the ~160 px image. Measured on the 2-core dev machine: a
+ * ZXing rung costs 0.5-5 ms at SD, the jsQR rung 5-15 ms, and the whole ladder has to fit
+ * 40 ms at SD and 200 ms at UltraHD (scripts/bench/scan-check.ts), which is what bounds it
+ * to six rungs.
+ */
+export const SCAN_LADDER: readonly Rung[] = [
+  { decoder: 'zxing', codePx: 400, blur: false },
+  { decoder: 'zxing', codePx: 240, blur: true },
+  { decoder: 'zxing', codePx: 'native', blur: false },
+  { decoder: 'zxing', codePx: 200, blur: true },
+  { decoder: 'zxing', codePx: 160, blur: false },
+  { decoder: 'jsqr', codePx: 160, blur: false },
+];
+
+/** Above this many pixels the 'native' rung decodes an area-averaged copy (1024x1024 worth). */
+export const NATIVE_MAX_PIXELS = 1024 * 1024;
+
+/**
+ * jsQR's cost grows with the image's area and explodes on noise and busy textures (~100 ms
+ * for a noisy 400x400): its rungs use a smaller image when theirs would be over this.
+ */
+export const JSQR_MAX_PIXELS = 200 * 200;
+
+/** Rungs closer than this factor of scale count as the same attempt. */
+const SAME_SCALE = 1.15;
+
+function maxAttemptsOf(options: ScanOptions): number {
+  const max = options.maxAttempts ?? Infinity;
+  if (max !== Infinity && (!Number.isInteger(max) || max < 0)) throw new RangeError(`maxAttempts must be a non-negative integer, got ${max}`);
+  return max;
+}
+
+/**
+ * The scaled images the ladder decodes, made on demand and shared by rungs. The largest
+ * level the ladder needs is area-averaged from the source (a 4K frame is read once); every
+ * smaller level is area-averaged from the smallest level already made that is larger than
+ * it: much cheaper, at the price of a slightly wider footprint than one direct average.
+ */
+class Pyramid {
+  /** Smallest downscale factor: 1, or what brings a huge source down to NATIVE_MAX_PIXELS. */
+  private readonly floor: number;
+  private readonly levels = new Map<number, LumaImage>();
+  private readonly blurred = new Map<number, LumaImage>();
+
+  constructor(
+    private readonly source: RawImage,
+    private readonly codeSide: number,
+  ) {
+    this.floor = Math.max(1, Math.sqrt((source.width * source.height) / NATIVE_MAX_PIXELS));
+  }
+
+  /** Downscale factor for a rung relative to the source, at least `floor` (no upscaling). */
+  factor(codePx: number | 'native', maxPixels = Infinity): number {
+    const wanted = codePx === 'native' ? 1 : this.codeSide / codePx;
+    const cap = Math.sqrt((this.source.width * this.source.height) / maxPixels);
+    // Two decimals: nearby factors give the same image, and a reported scale reads better.
+    return Math.round(Math.max(this.floor, wanted, cap) * 100) / 100;
+  }
+
+  image(factor: number, blur: boolean): LumaImage {
+    const level = this.level(factor);
+    if (!blur) return level;
+    let blurred = this.blurred.get(factor);
+    if (!blurred) this.blurred.set(factor, (blurred = blur3(level)));
+    return blurred;
+  }
+
+  /** Made before the first decode so that all later levels come from it, not the source. */
+  prepare(largest: number): void {
+    this.level(largest);
+  }
+
+  private level(factor: number): LumaImage {
+    let level = this.levels.get(factor);
+    if (level) return level;
+    let from: LumaImage | undefined;
+    let fromFactor = 0;
+    for (const [f, l] of this.levels) if (f < factor && f > fromFactor) [from, fromFactor] = [l, f];
+    const { width, height } = this.source;
+    const w = Math.max(1, Math.min(width, Math.round(width / factor)));
+    const h = Math.max(1, Math.min(height, Math.round(height / factor)));
+    if (!from) level = factor === 1 ? toLuma(this.source) : downscaleArea(this.source, w, h);
+    else level = downscaleArea(from, Math.min(w, from.width), Math.min(h, from.height));
+    this.levels.set(factor, level);
+    return level;
+  }
+}
+
+/**
+ * Runs the ladder until `stop` says so for some decoded text, making at most `maxAttempts`
+ * attempts. Exported for the bench and tests; callers use scanCheck or decodeAny.
+ */
+export async function runLadder(
+  image: RawImage,
+  ladder: readonly Rung[],
+  codeSide: number,
+  stop: (texts: string[], rung: { decoder: DecoderName; scale: number; blurred: boolean }) => boolean,
+  maxAttempts = Infinity,
+): Promise<number> {
+  const pyramid = new Pyramid(image, codeSide);
+  // Decide up front which rungs run, so the pyramid can start from the largest image needed.
+  const planned: Array<{ rung: Rung; scale: number }> = [];
+  for (const rung of ladder) {
+    if (planned.length >= maxAttempts) break;
+    const scale = pyramid.factor(rung.codePx, rung.decoder === 'jsqr' ? JSQR_MAX_PIXELS : Infinity);
+    const repeat = planned.some((p) => p.rung.decoder === rung.decoder && p.rung.blur === rung.blur && Math.max(p.scale / scale, scale / p.scale) < SAME_SCALE);
+    if (!repeat) planned.push({ rung, scale });
+  }
+  if (planned.length > 0) pyramid.prepare(Math.min(...planned.map((p) => p.scale)));
+  let attempts = 0;
+  for (const { rung, scale } of planned) {
+    attempts++;
+    const texts = await decoders[rung.decoder](pyramid.image(scale, rung.blur));
+    if (texts.length > 0 && stop(texts, { decoder: rung.decoder, scale, blurred: rung.blur })) break;
+  }
+  return attempts;
+}
+
+function codeSideOf(image: RawImage, options: ScanOptions): number {
+  const side = options.codeSide ?? Math.min(image.width, image.height);
+  if (!Number.isFinite(side) || side <= 0) throw new RangeError(`codeSide must be a positive number, got ${side}`);
+  return side;
+}
+
+/**
+ * Whether the image scans as exactly `expected`. Stops at the first attempt that decodes
+ * anything: the expected text alone gives true; any other text gives false with
+ * `otherContent`, even if another attempt might have read the expected one (an image a
+ * phone may read as something else is not a scannable rendering of this content).
+ */
+export async function scanCheck(image: RawImage, expected: string, options: ScanOptions = {}): Promise<ScanVerdict> {
+  let verdict: Omit<ScanVerdict, 'attempts'> = { scannable: false };
+  const attempts = await runLadder(image, SCAN_LADDER, codeSideOf(image, options), (texts, rung) => {
+    const other = texts.find((t) => t !== expected);
+    verdict = other === undefined ? { scannable: true, decoder: rung.decoder, scale: rung.scale, blurred: rung.blurred } : { scannable: false, otherContent: other };
+    return true;
+  }, maxAttemptsOf(options));
+  return { ...verdict, attempts };
+}
+
+/** For client-supplied QR images: the first text any attempt decodes (null when none), same ladder. */
+export async function decodeAny(image: RawImage, options: ScanOptions = {}): Promise<Decoded | null> {
+  let found: Decoded | null = null;
+  await runLadder(image, SCAN_LADDER, codeSideOf(image, options), (texts, rung) => {
+    found = { text: texts[0]!, decoder: rung.decoder, scale: rung.scale, blurred: rung.blurred };
+    return true;
+  }, maxAttemptsOf(options));
+  return found;
+}
