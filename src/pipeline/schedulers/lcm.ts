@@ -1,0 +1,81 @@
+/**
+ * LCM: diffusers' LCMScheduler. Timesteps are picked from the distillation schedule
+ * (originalInferenceSteps evenly spaced training steps); each step applies the consistency
+ * boundary conditions (c_skip, c_out) and, except after the last step, re-noises the denoised
+ * estimate to the next timestep with fresh noise.
+ */
+import { addNoiseVp } from './ddim.ts';
+import { checkIndex, checkSameLength, checkSteps, npLinspace, trainSchedule } from './noise-schedule.ts';
+import type { NoiseSource, PredictionType, Scheduler, SchedulerConfig } from './types.ts';
+
+const SIGMA_DATA = 0.5;
+
+export class LcmScheduler implements Scheduler {
+  readonly name = 'lcm' as const;
+  readonly timesteps: readonly number[];
+  readonly initNoiseSigma = 1;
+  private readonly alphasCumprod: Float64Array;
+  private readonly scaling: number;
+  private readonly prediction: PredictionType;
+
+  constructor(steps: number, config: SchedulerConfig) {
+    const T = config.numTrainTimesteps;
+    const original = config.originalInferenceSteps ?? 50;
+    if (!Number.isInteger(original) || original < 1 || original > T) {
+      throw new RangeError(`originalInferenceSteps must be an integer in [1, ${T}], got ${original}`);
+    }
+    checkSteps(steps, original);
+    this.alphasCumprod = trainSchedule(config).alphasCumprod;
+    // Distillation schedule k-1, 2k-1, ... (k = T // original), highest first; take `steps` of its
+    // indices at floor(linspace(0, original, steps, endpoint=False)).
+    const k = Math.floor(T / original);
+    this.timesteps = npLinspace(0, original, steps, false).map((x) => (original - Math.floor(x)) * k - 1);
+    this.scaling = config.timestepScaling ?? 10;
+    this.prediction = config.predictionType;
+  }
+
+  scaleModelInput(sample: Float32Array, stepIndex: number): Float32Array {
+    checkIndex(stepIndex, this.timesteps.length);
+    return sample;
+  }
+
+  step(modelOutput: Float32Array, stepIndex: number, sample: Float32Array, noise: NoiseSource): Float32Array {
+    const steps = this.timesteps.length;
+    checkIndex(stepIndex, steps);
+    checkSameLength(modelOutput, sample, 'step');
+    const n = sample.length;
+    const t = this.timesteps[stepIndex]!;
+    const last = stepIndex === steps - 1;
+    const acp = this.alphasCumprod[t]!;
+    const sqA = Math.sqrt(acp);
+    const sqB = Math.sqrt(1 - acp);
+    // Boundary conditions: c_skip -> 1, c_out -> 0 as t -> 0, so the model is exact at t = 0.
+    const st = t * this.scaling;
+    const cSkip = (SIGMA_DATA * SIGMA_DATA) / (st * st + SIGMA_DATA * SIGMA_DATA);
+    const cOut = st / Math.sqrt(st * st + SIGMA_DATA * SIGMA_DATA);
+    // denoised = c_out * x0 + c_skip * x, with x0 from eps or from v.
+    const eps = this.prediction === 'epsilon';
+    const cx = cOut * (eps ? 1 / sqA : sqA) + cSkip;
+    const cm = -cOut * (eps ? sqB / sqA : sqB);
+
+    const out = new Float32Array(n);
+    if (last) {
+      for (let i = 0; i < n; i++) out[i] = cx * sample[i]! + cm * modelOutput[i]!;
+      return out;
+    }
+    const acpPrev = this.alphasCumprod[this.timesteps[stepIndex + 1]!]!;
+    const a = Math.sqrt(acpPrev);
+    const b = Math.sqrt(1 - acpPrev);
+    const z = noise(n);
+    if (z.length !== n) throw new RangeError(`noise source returned ${z.length} values, wanted ${n}`);
+    for (let i = 0; i < n; i++) {
+      out[i] = a * (cx * sample[i]! + cm * modelOutput[i]!) + b * z[i]!;
+    }
+    return out;
+  }
+
+  addNoise(original: Float32Array, noise: Float32Array, stepIndex: number): Float32Array {
+    checkIndex(stepIndex, this.timesteps.length);
+    return addNoiseVp(this.alphasCumprod[this.timesteps[stepIndex]!]!, original, noise);
+  }
+}
