@@ -6,6 +6,10 @@
  * Layout follows CLIP's: ids 0..255 are the byte characters and 256..511 the same with `</w>`
  * (so single characters get their real CLIP ids and nothing is ever unknown), learned tokens
  * from 512 in merge order, and the special tokens at their real ids 49406/49407.
+ * The demo text encoder (sd15.ts) gives meaning to a few fixed ids, so the words that reach
+ * them are pinned there: the colour words at COLOUR_TOKEN_IDS and `nsfwdemo` at
+ * NSFW_TRIGGER_ID, each as one whole-word token (extra merges are appended when the learned
+ * ones do not already make it one token).
  * Output is byte-for-byte deterministic.
  *
  * Run: npx tsx scripts/demo-models/vocab.ts models/demo/tokenizer
@@ -14,6 +18,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import {
+  bpe,
   byteAlphabet,
   DEFAULT_BOS_ID,
   DEFAULT_BOS_TOKEN,
@@ -21,12 +26,24 @@ import {
   DEFAULT_EOS_TOKEN,
   END_OF_WORD,
   mergeKey,
+  mergeRanks,
   normalizeText,
   preTokenize,
   toByteLevel,
 } from '../../src/pipeline/tokenizer.ts';
+import { COLOUR_TOKEN_IDS, NSFW_TRIGGER_ID } from './sd15.ts';
 
 export const DEMO_MERGES = 400;
+
+/**
+ * Whole words pinned to the ids the demo text encoder reads. One string per id: real CLIP
+ * vocabularies never share an id between tokens, so 'gray' is not an alias of 'grey' (it
+ * gets a hashed colour like any other word).
+ */
+export const DEMO_PINNED_WORDS: Readonly<Record<string, number>> = Object.freeze({
+  ...COLOUR_TOKEN_IDS,
+  nsfwdemo: NSFW_TRIGGER_ID,
+});
 
 /** Written for this project: prompt-style English about art, colour, places, styles and QR codes. */
 export const DEMO_CORPUS = `
@@ -149,8 +166,26 @@ export interface DemoTokenizerFiles {
   merges: number;
 }
 
+/**
+ * Merges that turn each pinned word into one `word</w>` token: the learned ones first, then,
+ * where BPE still leaves several symbols, left-to-right merges appended at the lowest priority
+ * (so they only ever join symbols no learned merge joins).
+ */
+function mergesForPinned(learned: [string, string][], words: readonly string[]): [string, string][] {
+  const merges = [...learned];
+  for (const word of words) {
+    const symbols = bpe(toByteLevel(word), mergeRanks(merges));
+    for (let joined = symbols[0]!, i = 1; i < symbols.length; i++) {
+      merges.push([joined, symbols[i]!]);
+      joined += symbols[i]!;
+    }
+  }
+  return merges;
+}
+
 export function buildDemoTokenizer(corpus = DEMO_CORPUS, maxMerges = DEMO_MERGES): DemoTokenizerFiles {
-  const merges = learnMerges(corpus, maxMerges);
+  const pinned = new Map(Object.entries(DEMO_PINNED_WORDS).map(([w, id]) => [toByteLevel(w) + END_OF_WORD, id]));
+  const merges = mergesForPinned(learnMerges(corpus, maxMerges), Object.keys(DEMO_PINNED_WORDS));
   const entries: [string, number][] = [];
   const seen = new Set<string>();
   const add = (token: string, id: number): void => {
@@ -162,8 +197,17 @@ export function buildDemoTokenizer(corpus = DEMO_CORPUS, maxMerges = DEMO_MERGES
   alphabet.forEach((ch, i) => add(ch, i));
   alphabet.forEach((ch, i) => add(ch + END_OF_WORD, alphabet.length + i));
   let next = 2 * alphabet.length;
-  for (const [a, b] of merges) if (!seen.has(a + b)) add(a + b, next++);
-  if (next > DEFAULT_BOS_ID) throw new Error('demo vocabulary collides with the special token ids');
+  for (const [a, b] of merges) {
+    const token = a + b;
+    if (seen.has(token)) continue;
+    add(token, pinned.get(token) ?? next++);
+  }
+  const lowestFixed = Math.min(DEFAULT_BOS_ID, ...pinned.values());
+  if (next > lowestFixed) throw new Error('demo vocabulary collides with the fixed token ids');
+  for (const [token, id] of pinned) {
+    if (!seen.has(token)) throw new Error(`pinned token ${token} is not reachable by the merges`);
+    if (entries.find(([t]) => t === token)![1] !== id) throw new Error(`pinned token ${token} did not get id ${id}`);
+  }
   add(DEFAULT_BOS_TOKEN, DEFAULT_BOS_ID);
   add(DEFAULT_EOS_TOKEN, DEFAULT_EOS_ID);
   // One entry per line keeps diffs readable; written by hand because JS objects reorder integer-like keys.

@@ -1,0 +1,414 @@
+/**
+ * ControlNet text-to-image: prompt + control image (the QR code) → RGB images of exactly the
+ * requested size.
+ *
+ * One run:
+ *   1. Tokenize [negative, styled prompt]; one text-encoder call gives [uncond ‖ cond].
+ *   2. Noise per image from its own GaussianStream(seed + i), so image i of a batch is the
+ *      image a single run with seed + i gives (the streams also feed samplers that inject noise).
+ *   3. Each step runs ControlNet and UNet once on a batch of 2·B ([uncond ‖ cond], diffusers'
+ *      layout) and combines eps = u + g·(c − u); guidance ≤ 1 skips the unconditional half.
+ *      The ControlNet runs only on steps inside [controlStart, controlEnd] of the schedule
+ *      (diffusers' controlnet_keep rule); elsewhere the UNet gets zero residuals, which is
+ *      exactly "no control" (residuals are added to the UNet's skip connections).
+ *   4. VAE decode (latents / latentScale), one image at a time to bound memory.
+ *
+ * Size: the model generates at about its native area (nativeSize², the spec's SD row is exactly
+ * that at every aspect ratio), aspect kept, sides multiples of sizeMultiple. An output that is
+ * no larger is generated at its own size (rounded) and resized to the exact size. A larger one
+ * (HD, FullHD, UltraHD) is upscaled with Lanczos and refined: VAE-encode, img2img at low
+ * strength (manifest refine.strength, 0.3) with the control image at that size, decode. The
+ * refinement runs at the output size up to refine.maxPixels and is Lanczos-resized from there:
+ * a real SD1.5 UNet cannot attend over an UltraHD latent (480×270 = 130k tokens), and the
+ * detail a 0.3-strength pass adds at ~2.4 MP is what the last upscale keeps. Images are refined
+ * one at a time (batch 2 for CFG) so peak memory does not grow with batchSize. Without a
+ * vae_encoder (or strength 0) the output is the Lanczos upscale alone.
+ */
+import type ort from 'onnxruntime-node';
+import { resizeImage } from '../image/decode.ts';
+import type { RawImage } from '../image/raw.ts';
+import type { PresetName } from '../workflows/presets.ts';
+import { applyPreset } from './prompts.ts';
+import { GaussianStream, MAX_SEED } from './random.ts';
+import { createScheduler, img2imgStartIndex, type NoiseSource, type Scheduler, type SchedulerConfig, type SchedulerName } from './schedulers/index.ts';
+import { CONTROL_RESIDUALS, type DiffusionModel } from './sessions.ts';
+import { floatTensor, idsTensor, packRgbPlanar, product, toFloat32, unpackRgbPlanar } from './tensors.ts';
+
+export interface Txt2ImgRequest {
+  readonly prompt: string;
+  readonly negativePrompt?: string;
+  readonly preset?: PresetName;
+  readonly seed: number;
+  readonly batchSize: number;
+  readonly steps: number;
+  readonly guidance: number;
+  readonly scheduler: SchedulerName;
+  /** Overrides of the model's scheduler config (manifest). */
+  readonly schedulerConfig?: Partial<SchedulerConfig>;
+  /** 1- or 3-channel control image (dark modules dark), normally at width × height. */
+  readonly control: RawImage;
+  /** ControlNet conditioning scale (the API's qrStrength). */
+  readonly controlScale: number;
+  /** Fractions of the schedule during which the ControlNet applies. */
+  readonly controlStart: number;
+  readonly controlEnd: number;
+  readonly width: number;
+  readonly height: number;
+  /** Overrides the model's native size (tests and quick demo runs). */
+  readonly nativeSize?: number;
+  /** Overrides the manifest's refine settings; false turns refinement off. */
+  readonly refine?: { readonly strength?: number; readonly maxPixels?: number } | false;
+}
+
+export type Txt2ImgStage =
+  | 'tokenize'
+  | 'text_encoder'
+  | 'control_image'
+  | 'controlnet'
+  | 'unet'
+  | 'scheduler'
+  | 'vae_decode'
+  | 'upscale'
+  | 'vae_encode'
+  | 'refine_controlnet'
+  | 'refine_unet'
+  | 'refine_scheduler'
+  | 'refine_vae_decode'
+  | 'resize'
+  | 'total';
+
+export interface Size {
+  readonly width: number;
+  readonly height: number;
+}
+
+export interface Txt2ImgResult {
+  /** RGB, exactly width × height, in seed order. */
+  readonly images: RawImage[];
+  /** Milliseconds per stage (absent stages did not run). */
+  readonly timings: Partial<Record<Txt2ImgStage, number>>;
+  /** Size the model generated at. */
+  readonly generated: Size;
+  /** Size and step count of the refinement pass, when one ran. */
+  readonly refined?: Size & { readonly steps: number };
+}
+
+export type ProgressCallback = (step: number, total: number) => void;
+
+// ---------------------------------------------------------------------------------------------
+// Sizes
+
+const roundTo = (v: number, m: number): number => Math.max(m, Math.round(v / m) * m);
+
+/** The size to generate at: the output's own (rounded) when it fits the native area, else the native area at its aspect. */
+export function generationSize(output: Size, nativeSize: number, multiple = 8): Size {
+  const area = output.width * output.height;
+  const budget = nativeSize * nativeSize;
+  // 5% slack so sizes a hair over the native area (rounding) are not shrunk and upscaled again.
+  const scale = area <= budget * 1.05 ? 1 : Math.sqrt(budget / area);
+  return { width: roundTo(output.width * scale, multiple), height: roundTo(output.height * scale, multiple) };
+}
+
+/** The refinement size: the output's own up to maxPixels, else maxPixels at its aspect. */
+export function refineSize(output: Size, maxPixels: number, multiple = 8): Size {
+  const area = output.width * output.height;
+  const scale = area <= maxPixels ? 1 : Math.sqrt(maxPixels / area);
+  return { width: roundTo(output.width * scale, multiple), height: roundTo(output.height * scale, multiple) };
+}
+
+/** diffusers' controlnet_keep: is step i of n inside [start, end] of the schedule? */
+export function controlActive(i: number, n: number, start: number, end: number): boolean {
+  return !(i / n < start || (i + 1) / n > end);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+class Timer {
+  readonly timings: Partial<Record<Txt2ImgStage, number>> = {};
+  async time<T>(stage: Txt2ImgStage, fn: () => Promise<T> | T): Promise<T> {
+    const t0 = performance.now();
+    try {
+      return await fn();
+    } finally {
+      this.timings[stage] = (this.timings[stage] ?? 0) + performance.now() - t0;
+    }
+  }
+}
+
+export function checkRequest(r: Txt2ImgRequest): void {
+  const int = (v: number, min: number, max: number, what: string): void => {
+    if (!Number.isInteger(v) || v < min || v > max) throw new RangeError(`${what} must be an integer in [${min}, ${max}], got ${v}`);
+  };
+  int(r.batchSize, 1, 16, 'batchSize');
+  int(r.steps, 1, 500, 'steps');
+  int(r.width, 8, 8192, 'width');
+  int(r.height, 8, 8192, 'height');
+  int(r.seed, 0, MAX_SEED, 'seed');
+  if (!(r.guidance >= 0)) throw new RangeError(`guidance must be >= 0, got ${r.guidance}`);
+  if (!(r.controlScale >= 0)) throw new RangeError(`controlScale must be >= 0, got ${r.controlScale}`);
+  if (!(r.controlStart >= 0 && r.controlStart < r.controlEnd && r.controlEnd <= 1)) {
+    throw new RangeError(`need 0 <= controlStart < controlEnd <= 1, got ${r.controlStart}..${r.controlEnd}`);
+  }
+}
+
+/** seed + i, wrapping inside [0, MAX_SEED] (computed without ever leaving the safe integers). */
+export function imageSeed(seed: number, i: number): number {
+  const room = MAX_SEED - seed;
+  return i > room ? i - room - 1 : seed + i;
+}
+
+/** Generates request.batchSize images; see the file comment for the method. */
+export async function generate(
+  request: Txt2ImgRequest,
+  target: DiffusionModel,
+  onProgress?: ProgressCallback,
+  signal?: AbortSignal,
+): Promise<Txt2ImgResult> {
+  checkRequest(request);
+  const { model } = target;
+  const spec = model.spec;
+  const timer = new Timer();
+  const started = performance.now();
+  const B = request.batchSize;
+  const output: Size = { width: request.width, height: request.height };
+  const gen = generationSize(output, request.nativeSize ?? spec.nativeSize, spec.sizeMultiple);
+  const cfg = request.guidance > 1;
+  const schedulerConfig = { ...spec.scheduler.config, ...request.schedulerConfig };
+
+  // Refinement plan (decided up front so progress totals are known).
+  const refineOpts = request.refine === false ? { ...spec.refine, strength: 0 } : { ...spec.refine, ...request.refine };
+  const upscaling = output.width * output.height > gen.width * gen.height;
+  let refine: (Size & { steps: number; start: number }) | undefined;
+  if (upscaling && refineOpts.strength > 0 && model.graphs.vae_encoder) {
+    const size = refineSize(output, refineOpts.maxPixels, spec.sizeMultiple);
+    const start = img2imgStartIndex(request.steps, refineOpts.strength);
+    if (size.width * size.height > gen.width * gen.height && start < request.steps) refine = { ...size, steps: request.steps - start, start };
+  }
+  const totalSteps = request.steps + (refine ? refine.steps * B : 0);
+  let done = 0;
+  const tick = (): void => {
+    done++;
+    onProgress?.(done, totalSteps);
+    signal?.throwIfAborted();
+  };
+  signal?.throwIfAborted();
+
+  // 1. Text.
+  const styled = applyPreset(request.preset, request.prompt, request.negativePrompt ?? '');
+  const ids = await timer.time('tokenize', () => model.tokenizer.encodeBatch([styled.negativePrompt, styled.prompt]));
+  const te = model.graphs.text_encoder;
+  const text = await timer.time('text_encoder', () =>
+    te.run({ input_ids: idsTensor(te.input('input_ids').type, ids, [2, model.tokenizer.maxLength]) }, ['last_hidden_state']),
+  );
+  const hiddenRows = toFloat32(text.last_hidden_state!);
+  const rowLen = hiddenRows.length / 2;
+  const tokens = text.last_hidden_state!.dims[1]!;
+  /** [uncond × n ‖ cond × n], or cond × n without CFG. */
+  const hiddenFor = (n: number): Float32Array => {
+    const rows = cfg ? 2 * n : n;
+    const out = new Float32Array(rows * rowLen);
+    for (let r = 0; r < rows; r++) out.set(hiddenRows.subarray(cfg && r < n ? 0 : rowLen, cfg && r < n ? rowLen : 2 * rowLen), r * rowLen);
+    return out;
+  };
+
+  // 2. Noise, one stream per image.
+  const streams = Array.from({ length: B }, (_, i) => new GaussianStream(imageSeed(request.seed, i)));
+  const h = gen.height / 8;
+  const w = gen.width / 8;
+  const per = 4 * h * w;
+
+  // 3. Denoise at the generation size.
+  const control = await timer.time('control_image', () => controlPlanes(request.control, gen));
+  const scheduler = createScheduler(request.scheduler, request.steps, schedulerConfig);
+  let latents: Float32Array = new Float32Array(B * per);
+  streams.forEach((s, i) => {
+    const noise = s.noise(per);
+    for (let k = 0; k < per; k++) latents[i * per + k] = noise[k]! * scheduler.initNoiseSigma;
+  });
+  const batchNoise: NoiseSource = (n) => {
+    const out = new Float32Array(n);
+    const each = n / B;
+    streams.forEach((s, i) => out.set(s.noise(each), i * each));
+    return out;
+  };
+  latents = await denoise(
+    { target, request, timer, h, w, batch: B, cfg, hidden: hiddenFor(B), tokens, control, scheduler, noise: batchNoise, tick, stagePrefix: '' },
+    latents,
+    0,
+  );
+
+  // 4. Decode.
+  let images: RawImage[] = [];
+  for (let i = 0; i < B; i++) images.push(await timer.time('vae_decode', () => decode(target, latents.subarray(i * per, (i + 1) * per), h, w)));
+
+  // 5. To the output size, refining when upscaling.
+  if (refine) {
+    const r = refine;
+    const rh = r.height / 8;
+    const rw = r.width / 8;
+    const refineControl = await timer.time('control_image', () => controlPlanes(request.control, r));
+    const hidden = hiddenFor(1);
+    const refined: RawImage[] = [];
+    for (let i = 0; i < B; i++) {
+      const up = await timer.time('upscale', () => resizeImage(images[i]!, r.width, r.height, 'fill'));
+      const x0 = await timer.time('vae_encode', () => encode(target, up));
+      const sched = createScheduler(request.scheduler, request.steps, schedulerConfig);
+      const stream = streams[i]!;
+      let x = sched.addNoise(x0, stream.noise(x0.length), r.start);
+      x = await denoise(
+        { target, request, timer, h: rh, w: rw, batch: 1, cfg, hidden, tokens, control: refineControl, scheduler: sched, noise: (n) => stream.noise(n), tick, stagePrefix: 'refine_' },
+        x,
+        r.start,
+      );
+      refined.push(await timer.time('refine_vae_decode', () => decode(target, x, rh, rw)));
+    }
+    images = refined;
+  }
+  if (images[0]!.width !== output.width || images[0]!.height !== output.height) {
+    images = await timer.time('resize', () => Promise.all(images.map((im) => resizeImage(im, output.width, output.height, 'fill'))));
+  }
+  timer.timings.total = performance.now() - started;
+  return { images, timings: timer.timings, generated: gen, ...(refine ? { refined: { width: refine.width, height: refine.height, steps: refine.steps } } : {}) };
+}
+
+interface LoopContext {
+  readonly target: DiffusionModel;
+  readonly request: Txt2ImgRequest;
+  readonly timer: Timer;
+  readonly h: number;
+  readonly w: number;
+  readonly batch: number;
+  readonly cfg: boolean;
+  /** Text rows for the model batch ([uncond × batch ‖ cond × batch] with CFG). */
+  readonly hidden: Float32Array;
+  readonly tokens: number;
+  /** Control image as RGB planes in [0,1] at 8h × 8w. */
+  readonly control: Float32Array;
+  readonly scheduler: Scheduler;
+  readonly noise: NoiseSource;
+  readonly tick: () => void;
+  readonly stagePrefix: '' | 'refine_';
+}
+
+/** The sampling loop from step `start` (0 for txt2img; img2img starts later). */
+async function denoise(ctx: LoopContext, initial: Float32Array, start: number): Promise<Float32Array> {
+  const { target, request, timer, h, w, batch, cfg, scheduler } = ctx;
+  const { unet } = target.model.graphs;
+  const cn = target.controlnet;
+  const rows = cfg ? 2 * batch : batch;
+  const per = 4 * h * w;
+  const hiddenWidth = ctx.hidden.length / rows / ctx.tokens;
+  const hiddenDims = [rows, ctx.tokens, hiddenWidth];
+  const unetHidden = floatTensor(unet.floatType('encoder_hidden_states'), ctx.hidden, hiddenDims);
+  const cnHidden = floatTensor(cn.floatType('encoder_hidden_states'), ctx.hidden, hiddenDims);
+  const plane = ctx.control.length;
+  const condData = new Float32Array(rows * plane);
+  for (let r = 0; r < rows; r++) condData.set(ctx.control, r * plane);
+  const cond = floatTensor(cn.floatType('controlnet_cond'), condData, [rows, 3, 8 * h, 8 * w]);
+  const scale = cn.scaleTensor(request.controlScale);
+  let zeros: Record<string, ort.Tensor> | undefined;
+  const zeroResiduals = (): Record<string, ort.Tensor> =>
+    (zeros ??= Object.fromEntries(
+      CONTROL_RESIDUALS.map((r) => {
+        const dims = [rows, r.channels, Math.ceil(h / r.factor), Math.ceil(w / r.factor)];
+        return [r.role, floatTensor(unet.floatType(r.role), new Float32Array(product(dims)), dims)];
+      }),
+    ));
+  const n = scheduler.timesteps.length;
+  const loopLength = n - start;
+  const stage = (s: 'controlnet' | 'unet' | 'scheduler'): Txt2ImgStage => `${ctx.stagePrefix}${s}` as Txt2ImgStage;
+
+  let latents = initial;
+  for (let i = start; i < n; i++) {
+    const t = scheduler.timesteps[i]!;
+    const input = scheduler.scaleModelInput(latents, i);
+    const modelIn = new Float32Array(rows * per);
+    modelIn.set(input, 0);
+    if (cfg) modelIn.set(input, batch * per);
+    const sampleDims = [rows, 4, h, w];
+    // img2img applies the window to the steps it runs, as diffusers' img2img pipeline does.
+    const active = request.controlScale > 0 && controlActive(i - start, loopLength, request.controlStart, request.controlEnd);
+    let residuals: Record<string, ort.Tensor>;
+    if (active) {
+      const out = await timer.time(stage('controlnet'), () =>
+        cn.run({
+          sample: floatTensor(cn.floatType('sample'), modelIn, sampleDims),
+          timestep: cn.timestepTensor(t, rows),
+          encoder_hidden_states: cnHidden,
+          controlnet_cond: cond,
+          conditioning_scale: scale,
+        }),
+      );
+      residuals = {};
+      for (const r of CONTROL_RESIDUALS) {
+        const res = out[r.role]!;
+        residuals[r.role] = res.type === unet.input(r.role).type ? res : floatTensor(unet.floatType(r.role), toFloat32(res), [...res.dims]);
+      }
+    } else {
+      residuals = zeroResiduals();
+    }
+    const pred = await timer.time(stage('unet'), async () => {
+      const out = await unet.run(
+        {
+          sample: floatTensor(unet.floatType('sample'), modelIn, sampleDims),
+          timestep: unet.timestepTensor(t, rows),
+          encoder_hidden_states: unetHidden,
+          ...residuals,
+        },
+        ['out_sample'],
+      );
+      return toFloat32(out.out_sample!);
+    });
+    latents = await timer.time(stage('scheduler'), () => {
+      let eps = pred.subarray(0, batch * per);
+      if (cfg) {
+        const g = request.guidance;
+        const guided = new Float32Array(batch * per);
+        const off = batch * per;
+        for (let k = 0; k < guided.length; k++) {
+          const u = pred[k]!;
+          guided[k] = u + g * (pred[off + k]! - u);
+        }
+        eps = guided;
+      }
+      return scheduler.step(eps, i, latents, ctx.noise);
+    });
+    ctx.tick();
+  }
+  return latents;
+}
+
+/** Control image → RGB planes in [0,1] at `size` (Lanczos when it is not already that size). */
+async function controlPlanes(image: RawImage, size: Size): Promise<Float32Array> {
+  const src = image.width === size.width && image.height === size.height ? image : await resizeImage(image, size.width, size.height, 'fill');
+  const out = new Float32Array(3 * size.width * size.height);
+  packRgbPlanar(src, out);
+  return out;
+}
+
+/** One image's latents [4,h,w] (diffusion space) → RGB. */
+async function decode(target: DiffusionModel, latents: Float32Array, h: number, w: number): Promise<RawImage> {
+  const vae = target.model.graphs.vae_decoder;
+  const k = 1 / target.model.spec.latentScale;
+  const scaled = Float32Array.from(latents, (v) => v * k);
+  const out = await vae.run({ latent_sample: floatTensor(vae.floatType('latent_sample'), scaled, [1, 4, h, w]) }, ['sample']);
+  const img = out.sample!;
+  const [, c, H, W] = img.dims;
+  if (c !== 3 || H !== 8 * h || W !== 8 * w) throw new Error(`${vae.path}: output is [${img.dims.join(', ')}], expected [1, 3, ${8 * h}, ${8 * w}]`);
+  return unpackRgbPlanar(toFloat32(img), 0, W, H);
+}
+
+/** RGB → diffusion-space latents [4,h,w]: the mean when the encoder returns mean ‖ logvar. */
+async function encode(target: DiffusionModel, image: RawImage): Promise<Float32Array> {
+  const vae = target.model.graphs.vae_encoder!;
+  const px = new Float32Array(3 * image.width * image.height);
+  packRgbPlanar(image, px, 0, 2, -1);
+  const out = await vae.run({ sample: floatTensor(vae.floatType('sample'), px, [1, 3, image.height, image.width]) }, ['latent_sample']);
+  const t = out.latent_sample!;
+  const data = toFloat32(t);
+  const per = 4 * t.dims[2]! * t.dims[3]!;
+  const k = target.model.spec.latentScale;
+  return Float32Array.from(data.subarray(0, per), (v) => v * k);
+}
+

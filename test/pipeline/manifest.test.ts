@@ -1,0 +1,218 @@
+/**
+ * The model manifest and session creation: the shipped demo manifest is complete and loads;
+ * every way a manifest or an export can be wrong fails at start naming the file and the problem.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ort from 'onnxruntime-node';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GraphBuilder } from '../../scripts/demo-models/graph.ts';
+import { loadManifest, parseManifest, resolveWorkflow, type Manifest } from '../../src/pipeline/manifest.ts';
+import { CONTROL_RESIDUALS, createSessions, GraphSession, type SessionOptions } from '../../src/pipeline/sessions.ts';
+import { V5_MODELS } from '../../src/workflows/catalogue.ts';
+import { QR_WORKFLOWS } from '../../src/workflows/names.ts';
+
+const MODELS_DIR = fileURLToPath(new URL('../../models', import.meta.url));
+const MANIFEST = join(MODELS_DIR, 'manifest.json');
+const quiet = pino({ level: 'silent' });
+const cpu: SessionOptions = { executionProvider: { provider: 'cpu' }, logger: quiet, intraOpThreads: 1, warmUp: false };
+
+let dir: string;
+let shipped: Record<string, unknown>;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'qrart-manifest-'));
+  shipped = JSON.parse(await readFile(MANIFEST, 'utf8')) as Record<string, unknown>;
+});
+
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The shipped manifest with absolute graph paths, edited by `edit`, written to the temp folder. */
+async function variant(name: string, edit: (m: any) => void): Promise<string> {
+  const m = structuredClone(shipped) as any;
+  const model = m.models['demo-sd15'];
+  for (const g of Object.values(model.graphs) as { path: string }[]) g.path = resolve(MODELS_DIR, g.path);
+  model.tokenizer = resolve(MODELS_DIR, model.tokenizer);
+  edit(m);
+  const file = join(dir, `${name}.json`);
+  await writeFile(file, JSON.stringify(m));
+  return file;
+}
+
+describe('the shipped demo manifest', () => {
+  let manifest: Manifest;
+  beforeAll(async () => {
+    manifest = await loadManifest(MANIFEST);
+  });
+
+  it('maps every QR workflow and every v5 model value to the demo model', () => {
+    for (const w of QR_WORKFLOWS) {
+      const models = w === 'generate_qr_art_v5' || w === 'generate_qr_art_v5s' ? V5_MODELS : [undefined];
+      for (const m of models) {
+        const r = resolveWorkflow(manifest, w, m);
+        expect(r.modelId, `${w} ${m}`).toBe('demo-sd15');
+        expect(r.settings.steps).toBeGreaterThan(0);
+        expect(r.settings.controlStart).toBeLessThan(r.settings.controlEnd);
+      }
+    }
+  });
+
+  it('puts the fast tiers on LCM with few steps and low guidance', () => {
+    for (const [w, m] of [['generate_qr_art_v4s', undefined], ['generate_qr_art_v5s', 'real']] as const) {
+      const r = resolveWorkflow(manifest, w, m);
+      expect(r.scheduler).toBe('lcm');
+      expect(r.settings.steps).toBeLessThanOrEqual(8);
+      expect(r.settings.guidance).toBeLessThanOrEqual(2);
+    }
+    expect(resolveWorkflow(manifest, 'generate_qr_art_v5', 'niji').scheduler).toBe('dpmpp_2m_karras');
+  });
+
+  it('resolves graph paths against its own folder and applies defaults', () => {
+    const model = manifest.models['demo-sd15']!;
+    expect(resolve(manifest.dir, model.graphs.unet.path)).toBe(join(MODELS_DIR, 'demo/unet/model.onnx'));
+    expect(model.latentScale).toBe(0.18215);
+    expect(model.nativeSize).toBe(768);
+  });
+
+  it('loads every graph, validates it against its role and warms up', async () => {
+    const sessions = await createSessions(manifest, { ...cpu, warmUp: true });
+    try {
+      const m = sessions.models.get('demo-sd15')!;
+      expect(Object.keys(m.graphs).sort()).toEqual(
+        ['captioner_decoder', 'captioner_encoder', 'controlnet', 'safety_checker', 'text_encoder', 'unet', 'unet_inpaint', 'vae_decoder', 'vae_encoder'].sort(),
+      );
+      expect(sessions.provider).toEqual({ provider: 'cpu' });
+      // Read from the graph, not assumed: float32 [batch] timestep, float64 scalar scale.
+      const ts = m.graphs.unet.timestepTensor(981.5, 4);
+      expect([ts.type, ts.dims]).toEqual(['float32', [4]]);
+      expect(Array.from(ts.data as Float32Array)).toEqual([981.5, 981.5, 981.5, 981.5]);
+      const scale = m.graphs.controlnet.scaleTensor(1.3);
+      expect([scale.type, scale.dims, Number((scale.data as Float64Array)[0])]).toEqual(['float64', [], 1.3]);
+      const target = sessions.forWorkflow('generate_qr_art_v5', 'dream');
+      expect(target.controlnet).toBe(m.graphs.controlnet);
+    } finally {
+      await sessions.release();
+    }
+  });
+});
+
+describe('manifest errors name the file and the problem', () => {
+  it('a missing manifest', async () => {
+    await expect(loadManifest(join(dir, 'nope.json'))).rejects.toThrow(/nope\.json: cannot read the model manifest \(ENOENT\)/);
+  });
+
+  it('bad JSON', async () => {
+    const file = join(dir, 'bad.json');
+    await writeFile(file, '{ "version": 1, ');
+    await expect(loadManifest(file)).rejects.toThrow(/bad\.json: not valid JSON/);
+  });
+
+  it('schema problems, with their place in the file', async () => {
+    const missing = await variant('missing-workflow', (m) => delete m.workflows.generate_qr_art_v4);
+    await expect(loadManifest(missing)).rejects.toThrow(/missing-workflow\.json: invalid model manifest: workflows\.generate_qr_art_v4: /);
+    const noV5 = await variant('missing-v5-model', (m) => delete m.workflows.generate_qr_art_v5.real);
+    await expect(loadManifest(noV5)).rejects.toThrow(/workflows\.generate_qr_art_v5\.real/);
+    const typo = await variant('typo', (m) => (m.models['demo-sd15'].graphs.unett = m.models['demo-sd15'].graphs.unet));
+    await expect(loadManifest(typo)).rejects.toThrow(/typo\.json: .*models\.demo-sd15\.graphs.*unett/);
+    const window = await variant('window', (m) => (m.workflows.generate_qr_art.controlStart = 1));
+    await expect(loadManifest(window)).rejects.toThrow(/workflows\.generate_qr_art\.controlStart: controlStart must be below controlEnd/);
+    const sched = await variant('sched', (m) => (m.workflows.generate_qr_art.scheduler = 'k_lms'));
+    await expect(loadManifest(sched)).rejects.toThrow(/workflows\.generate_qr_art\.scheduler/);
+  });
+
+  it('references to models and ControlNets that do not exist', async () => {
+    const file = await variant('refs', (m) => {
+      m.workflows.generate_qr_art_v4.model = 'sd15-real';
+      m.workflows.generate_qr_art_v5.niji.controlnet = 'monster-v2';
+    });
+    const err = await loadManifest(file).catch((e: Error) => e);
+    expect(String(err)).toMatch(/refs\.json: invalid model manifest: /);
+    expect(String(err)).toMatch(/workflows\.generate_qr_art_v4\.model: 'sd15-real' is not one of the models \(demo-sd15\)/);
+    expect(String(err)).toMatch(/workflows\.generate_qr_art_v5\.niji\.controlnet: 'monster-v2' is not one of the controlnets/);
+  });
+
+  it('a graph file that does not exist', async () => {
+    const file = await variant('missing-graph', (m) => (m.models['demo-sd15'].graphs.unet.path = join(dir, 'weights/unet/model.onnx')));
+    await expect(createSessions(await loadManifest(file), cpu)).rejects.toThrow(/weights\/unet\/model\.onnx: file not found \(named in .*missing-graph\.json\)/);
+  });
+
+  it('a graph with the wrong channel count for its role', async () => {
+    const file = await variant('nine', (m) => (m.models['demo-sd15'].graphs.unet.path = resolve(MODELS_DIR, 'demo/unet_inpaint/model.onnx')));
+    await expect(createSessions(await loadManifest(file), cpu)).rejects.toThrow(
+      /models\/demo\/unet_inpaint\/model\.onnx: input 'sample' has 9 channels, the unet role needs 4/,
+    );
+  });
+
+  it('a graph missing an input of its role, and name maps that point at the wrong value', async () => {
+    const swapped = await variant('swapped', (m) => (m.models['demo-sd15'].graphs.controlnet.path = resolve(MODELS_DIR, 'demo/vae_decoder/model.onnx')));
+    await expect(createSessions(await loadManifest(swapped), cpu)).rejects.toThrow(
+      /demo\/vae_decoder\/model\.onnx: the controlnet role needs an input 'sample' but the graph's inputs are 'latent_sample'/,
+    );
+    const mapped = await variant('mapped', (m) => (m.models['demo-sd15'].graphs.text_encoder.outputs = { last_hidden_state: 'pooler_output' }));
+    await expect(createSessions(await loadManifest(mapped), cpu)).rejects.toThrow(
+      /demo\/text_encoder\/model\.onnx: output 'pooler_output' has rank 2 \[batch, 768\], the text_encoder role needs rank 3/,
+    );
+    const unknownRole = await variant('role', (m) => (m.models['demo-sd15'].graphs.unet.inputs = { latents: 'sample' }));
+    await expect(createSessions(await loadManifest(unknownRole), cpu)).rejects.toThrow(/names 'latents', which is not an input role of unet/);
+  });
+
+  it('a tokenizer folder that cannot be read', async () => {
+    const file = await variant('tok', (m) => (m.models['demo-sd15'].tokenizer = join(dir, 'no-tokenizer')));
+    await expect(createSessions(await loadManifest(file), { ...cpu, roles: ['text_encoder', 'unet', 'controlnet', 'vae_decoder'] })).rejects.toThrow(
+      /no-tokenizer: tokenizer of model 'demo-sd15' cannot be loaded/,
+    );
+  });
+});
+
+describe('execution providers', () => {
+  it('falls back to CPU with one logged warning when CUDA cannot start', async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (s: string) => lines.push(s) });
+    const manifest = await loadManifest(MANIFEST);
+    const sessions = await createSessions(manifest, { ...cpu, logger, executionProvider: { provider: 'cuda', deviceId: 0 }, roles: ['text_encoder', 'unet', 'controlnet', 'vae_decoder'] });
+    try {
+      expect(sessions.provider).toEqual({ provider: 'cpu' });
+      const warnings = lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level === 40);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]!.msg).toMatch(/CUDA execution provider unavailable; falling back to CPU/);
+    } finally {
+      await sessions.release();
+    }
+  });
+});
+
+describe('tensors follow the graph', () => {
+  /** A ControlNet-ready UNet with an int64 scalar timestep and an output named as diffusers' fused export names it. */
+  function int64TimestepUnet(): Uint8Array {
+    const g = new GraphBuilder('unet');
+    const sample = g.input('sample', 'float32', ['batch', 4, 'height', 'width']);
+    const t = g.input('timestep', 'int64', []);
+    g.input('encoder_hidden_states', 'float32', ['batch', 77, 768]);
+    for (const r of CONTROL_RESIDUALS) g.input(r.role, 'float32', ['batch', r.channels, 'h', 'w']);
+    g.output(g.add(g.mul(sample, g.f(0)), g.cast(t, 'float32')), 'noise_pred', 'float32', ['batch', 4, 'height', 'width']);
+    return g.build();
+  }
+
+  it('builds an int64 scalar timestep and reads renamed outputs through the name map', async () => {
+    const session = await ort.InferenceSession.create(int64TimestepUnet());
+    try {
+      const unet = GraphSession.bind('unet', 'fake/unet.onnx', session, { outputs: { out_sample: 'noise_pred' } });
+      const ts = unet.timestepTensor(499.6, 2);
+      expect([ts.type, ts.dims, (ts.data as BigInt64Array)[0]]).toEqual(['int64', [], 500n]);
+      expect(() => GraphSession.bind('unet', 'fake/unet.onnx', session, {})).toThrow(
+        /fake\/unet\.onnx: the unet role needs an output 'out_sample' but the graph's outputs are 'noise_pred'/,
+      );
+    } finally {
+      await session.release();
+    }
+  });
+
+  it('parseManifest reports the file it was given', () => {
+    expect(() => parseManifest({ version: 2 }, 'ops/manifest.json')).toThrow(/ops\/manifest\.json: invalid model manifest: version/);
+  });
+});

@@ -1,0 +1,238 @@
+/**
+ * ControlNet text-to-image on the demo graphs (CPU, small sizes): determinism, batch = seeds,
+ * prompt colours, the QR control, NSFW flags, exact output sizes and the refinement pass.
+ */
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COLOUR_TOKEN_IDS, NSFW_TRIGGER_ID } from '../../scripts/demo-models/sd15.ts';
+import type { RawImage } from '../../src/image/raw.ts';
+import { loadManifest } from '../../src/pipeline/manifest.ts';
+import { detectNsfw } from '../../src/pipeline/nsfw.ts';
+import { createSessions, type DiffusionModel, type GraphSession, type PipelineSessions } from '../../src/pipeline/sessions.ts';
+import { float16ToFloat32, float32ToFloat16, fromHalf, toHalf } from '../../src/pipeline/tensors.ts';
+import { controlActive, generate, generationSize, imageSeed, refineSize, type Txt2ImgRequest } from '../../src/pipeline/txt2img.ts';
+import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
+import { scanCheck } from '../../src/qr/scan.ts';
+import { MAX_SEED } from '../../src/pipeline/random.ts';
+
+const MANIFEST = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
+
+let sessions: PipelineSessions;
+let target: DiffusionModel;
+
+beforeAll(async () => {
+  const manifest = await loadManifest(MANIFEST);
+  sessions = await createSessions(manifest, {
+    executionProvider: { provider: 'cpu' },
+    logger: pino({ level: 'silent' }),
+    intraOpThreads: 1,
+    roles: ['text_encoder', 'unet', 'controlnet', 'vae_decoder', 'vae_encoder', 'safety_checker'],
+  });
+  target = sessions.forWorkflow('generate_qr_art_v5', 'universal');
+});
+
+afterAll(async () => {
+  await sessions?.release();
+});
+
+function qrControl(size: number, content = 'QR1', ratio = 0.85): { image: RawImage; codeSide: number } {
+  const canvas = { width: size, height: size };
+  const c = renderControlImage({ content, pattern: 's1', canvas, placement: placementFor(canvas, ratio), background: 'gray', errorCorrectionLevel: 'H' });
+  return { image: c.image, codeSide: c.layout.codePixels };
+}
+
+/** A small, fast request: 128 px at a 128 px native size, 6 steps. */
+function request(over: Partial<Txt2ImgRequest> = {}): Txt2ImgRequest {
+  const width = over.width ?? 128;
+  const height = over.height ?? 128;
+  return {
+    prompt: 'a purple castle',
+    negativePrompt: 'blurry',
+    seed: 1234,
+    batchSize: 1,
+    steps: 6,
+    guidance: 6,
+    scheduler: 'dpmpp_2m_karras',
+    control: qrControl(Math.max(width, height)).image,
+    controlScale: 1.2,
+    controlStart: 0,
+    controlEnd: 1,
+    nativeSize: 128,
+    ...over,
+    width,
+    height,
+  };
+}
+
+function meanRgb(image: RawImage): [number, number, number] {
+  const m = [0, 0, 0];
+  const n = image.width * image.height;
+  for (let p = 0; p < n; p++) for (let c = 0; c < 3; c++) m[c]! += image.data[p * 3 + c]!;
+  return m.map((v) => v / n) as [number, number, number];
+}
+
+const bytes = (image: RawImage): Buffer => Buffer.from(image.data);
+
+describe('demo vocabulary reaches the demo text encoder ids', () => {
+  it('colour words and nsfwdemo are single tokens at the ids the encoder reads', () => {
+    const tok = sessions.models.get('demo-sd15')!.tokenizer;
+    for (const [word, id] of Object.entries(COLOUR_TOKEN_IDS)) expect(tok.encodeContent(`${word.toUpperCase()},`), word).toEqual([id, 256 + 11]);
+    expect(tok.encodeContent('a nsfwdemo picture')[1]).toBe(NSFW_TRIGGER_ID);
+    expect(tok.encodeContent('gray')).not.toContain(COLOUR_TOKEN_IDS.grey);
+  });
+});
+
+describe('generate', () => {
+  it('is deterministic: same request, same bytes; another seed, other bytes', async () => {
+    const a = await generate(request(), target);
+    const b = await generate(request(), target);
+    const c = await generate(request({ seed: 1235 }), target);
+    expect(a.images).toHaveLength(1);
+    expect(bytes(a.images[0]!).equals(bytes(b.images[0]!))).toBe(true);
+    expect(bytes(a.images[0]!).equals(bytes(c.images[0]!))).toBe(false);
+  });
+
+  it('image i of a batch is the single image of seed + i (DPM++ 2M Karras and noise-injecting Euler a)', async () => {
+    for (const scheduler of ['dpmpp_2m_karras', 'euler_a'] as const) {
+      const batch = await generate(request({ scheduler, batchSize: 2, seed: 77 }), target);
+      expect(batch.images).toHaveLength(2);
+      const first = await generate(request({ scheduler, seed: 77 }), target);
+      const second = await generate(request({ scheduler, seed: 78 }), target);
+      expect(bytes(batch.images[0]!).equals(bytes(first.images[0]!)), scheduler).toBe(true);
+      expect(bytes(batch.images[1]!).equals(bytes(second.images[0]!)), scheduler).toBe(true);
+      expect(bytes(batch.images[0]!).equals(bytes(batch.images[1]!))).toBe(false);
+    }
+  });
+
+  it('seeds wrap at MAX_SEED', () => {
+    expect(imageSeed(MAX_SEED, 0)).toBe(MAX_SEED);
+    expect(imageSeed(MAX_SEED, 1)).toBe(0);
+    expect(imageSeed(MAX_SEED - 1, 3)).toBe(1);
+  });
+
+  it('prompt colours: red is red, blue is blue', async () => {
+    const red = meanRgb((await generate(request({ prompt: 'a red dragon', controlScale: 0.5 }), target)).images[0]!);
+    const blue = meanRgb((await generate(request({ prompt: 'a blue dragon', controlScale: 0.5 }), target)).images[0]!);
+    expect(red[0]).toBeGreaterThan(red[2] + 60);
+    expect(blue[2]).toBeGreaterThan(blue[0] + 60);
+  });
+
+  it('the QR control shows: scannable at qrStrength 1.3, not without control', async () => {
+    const qr = qrControl(384);
+    const base = request({ width: 384, height: 384, nativeSize: 384, steps: 12, guidance: 7, prompt: 'blue', control: qr.image, controlScale: 1.3 });
+    const withControl = await generate(base, target);
+    expect((await scanCheck(withControl.images[0]!, 'QR1', { codeSide: qr.codeSide })).scannable).toBe(true);
+    const without = await generate({ ...base, controlScale: 0 }, target);
+    expect((await scanCheck(without.images[0]!, 'QR1', { codeSide: qr.codeSide })).scannable).toBe(false);
+  });
+
+  it('runs the ControlNet only inside [controlStart, controlEnd] of the schedule', async () => {
+    const cn = target.controlnet;
+    let calls = 0;
+    const counting = Object.create(cn, {
+      run: { value: (...args: Parameters<GraphSession['run']>) => ((calls += 1), cn.run(...args)) },
+    }) as GraphSession;
+    const run = async (controlStart: number, controlEnd: number, controlScale = 1.2): Promise<number> => {
+      calls = 0;
+      await generate(request({ steps: 10, controlStart, controlEnd, controlScale }), { model: target.model, controlnet: counting });
+      return calls;
+    };
+    expect(await run(0, 1)).toBe(10);
+    expect(await run(0.2, 1)).toBe(8);
+    expect(await run(0, 0.5)).toBe(5);
+    expect(await run(0, 1, 0)).toBe(0);
+    expect(controlActive(0, 10, 0.05, 1)).toBe(false);
+    expect(controlActive(9, 10, 0, 0.95)).toBe(false);
+  });
+
+  it('guidance <= 1 and LCM (the fast tiers) still give deterministic images', async () => {
+    const a = await generate(request({ scheduler: 'lcm', steps: 4, guidance: 1 }), target);
+    const b = await generate(request({ scheduler: 'lcm', steps: 4, guidance: 1 }), target);
+    expect(bytes(a.images[0]!).equals(bytes(b.images[0]!))).toBe(true);
+    expect(meanRgb(a.images[0]!)[0]).toBeGreaterThan(meanRgb(a.images[0]!)[1]); // purple
+  });
+
+  it('reports progress for every step and times every stage', async () => {
+    const seen: [number, number][] = [];
+    const r = await generate(request({ batchSize: 2 }), target, (step, total) => seen.push([step, total]));
+    expect(seen).toEqual([1, 2, 3, 4, 5, 6].map((s) => [s, 6]));
+    for (const stage of ['tokenize', 'text_encoder', 'controlnet', 'unet', 'scheduler', 'vae_decode', 'total'] as const) {
+      expect(r.timings[stage], stage).toBeGreaterThanOrEqual(0);
+    }
+    expect(r.timings.refine_unet).toBeUndefined();
+  });
+
+  it('stops between steps when aborted', async () => {
+    const controller = new AbortController();
+    const run = generate(request({ steps: 6 }), target, (step) => step === 2 && controller.abort(new Error('job cancelled')), controller.signal);
+    await expect(run).rejects.toThrow('job cancelled');
+  });
+});
+
+describe('output sizes', () => {
+  it('chooses the generation size: the output itself up to the native area, else the native area at its aspect', () => {
+    expect(generationSize({ width: 768, height: 768 }, 768)).toEqual({ width: 768, height: 768 });
+    expect(generationSize({ width: 672, height: 896 }, 768)).toEqual({ width: 672, height: 896 });
+    expect(generationSize({ width: 1024, height: 576 }, 768)).toEqual({ width: 1024, height: 576 });
+    expect(generationSize({ width: 2880, height: 2880 }, 768)).toEqual({ width: 768, height: 768 });
+    expect(generationSize({ width: 3840, height: 2160 }, 768)).toEqual({ width: 1024, height: 576 });
+    expect(generationSize({ width: 1248, height: 1664 }, 768, 64)).toEqual({ width: 640, height: 896 });
+    expect(refineSize({ width: 3840, height: 2160 }, 1536 * 1536)).toEqual({ width: 2048, height: 1152 });
+    expect(refineSize({ width: 960, height: 960 }, 1536 * 1536)).toEqual({ width: 960, height: 960 });
+  });
+
+  it('a non-square output and an output that is no multiple of 8 come out at exactly their size', async () => {
+    const tall = await generate(request({ width: 96, height: 160, control: qrControl(160).image }), target);
+    expect(tall.generated).toEqual({ width: 96, height: 160 });
+    expect(tall.images.map((i) => [i.width, i.height, i.channels])).toEqual([[96, 160, 3]]);
+    const odd = await generate(request({ width: 101, height: 67, control: qrControl(101).image }), target);
+    expect(odd.generated).toEqual({ width: 104, height: 64 });
+    expect([odd.images[0]!.width, odd.images[0]!.height]).toEqual([101, 67]);
+  });
+
+  it('an upscaled output is refined at its size (or at maxPixels) and comes out exact', async () => {
+    const seen: number[] = [];
+    const r = await generate(request({ width: 320, height: 192, batchSize: 2, steps: 10, control: qrControl(320).image }), target, (_, total) => seen.push(total));
+    expect(r.generated).toEqual({ width: 168, height: 96 });
+    expect(r.refined).toEqual({ width: 320, height: 192, steps: 3 });
+    expect(r.images.map((i) => [i.width, i.height])).toEqual([[320, 192], [320, 192]]);
+    expect(seen).toHaveLength(10 + 2 * 3);
+    expect(new Set(seen)).toEqual(new Set([16]));
+    expect(r.timings.vae_encode).toBeGreaterThan(0);
+    expect(r.timings.refine_unet).toBeGreaterThan(0);
+
+    const capped = await generate(request({ width: 320, height: 192, refine: { maxPixels: 240 * 144 }, control: qrControl(320).image }), target);
+    expect(capped.refined).toMatchObject({ width: 240, height: 144 });
+    expect([capped.images[0]!.width, capped.images[0]!.height]).toEqual([320, 192]);
+
+    const plain = await generate(request({ width: 320, height: 192, refine: false, control: qrControl(320).image }), target);
+    expect(plain.refined).toBeUndefined();
+    expect([plain.images[0]!.width, plain.images[0]!.height]).toEqual([320, 192]);
+    expect(plain.timings.resize).toBeGreaterThan(0);
+  });
+});
+
+describe('NSFW', () => {
+  it("flags the demo's trigger word and passes an ordinary prompt", async () => {
+    const checker = sessions.models.get('demo-sd15')!.graphs.safety_checker!;
+    const flagged = await generate(request({ prompt: 'nsfwdemo', controlScale: 0.3 }), target);
+    const blue = await generate(request({ prompt: 'blue', controlScale: 0.3 }), target);
+    expect(await detectNsfw([...flagged.images, ...blue.images], checker)).toEqual([true, false]);
+    expect(await detectNsfw([], checker)).toEqual([]);
+  });
+});
+
+describe('fp16 at the edges', () => {
+  it('converts exactly representable values both ways and rounds to nearest even', () => {
+    const values = [0, -0, 1, -2, 0.5, 65504, 6.103515625e-5, 5.960464477539063e-8, Infinity, -Infinity];
+    expect(Array.from(float16ToFloat32(float32ToFloat16(Float32Array.from(values))))).toEqual(values);
+    expect(toHalf(1)).toBe(0x3c00);
+    expect(toHalf(65520)).toBe(0x7c00); // rounds up past the largest half
+    expect(toHalf(1 + 2 ** -11)).toBe(0x3c00); // tie → even
+    expect(toHalf(1 + 3 * 2 ** -11)).toBe(0x3c02); // tie → even (up)
+    expect(toHalf(2 ** -26)).toBe(0); // below half the smallest subnormal
+    expect(fromHalf(toHalf(Number.NaN))).toBeNaN();
+    expect(fromHalf(toHalf(0.1))).toBeCloseTo(0.1, 3);
+  });
+});
