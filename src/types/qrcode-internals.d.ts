@@ -1,0 +1,19 @@
+// The qrcode package's own tables, so the QR layer does not re-derive what the encoder uses.
+declare module 'qrcode/lib/core/alignment-pattern.js' {
+  /** Centre (row, column) of every alignment pattern of a version. */
+  export function getPositions(version: number): Array<[number, number]>;
+}
+
+declare module 'qrcode/lib/core/version.js' {
+  export function getCapacity(version: number, errorCorrectionLevel: { bit: number }, mode: { id: string }): number;
+}
+
+declare module 'qrcode/lib/core/mode.js' {
+  export const NUMERIC: { id: string };
+  export const ALPHANUMERIC: { id: string };
+  export const BYTE: { id: string };
+}
+
+declare module 'qrcode/lib/core/error-correction-level.js' {
+  export function from(value: string, defaultValue?: { bit: number }): { bit: number };
+}
