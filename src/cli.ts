@@ -12,6 +12,7 @@ Commands:
   serve     the HTTP API and its background consumers (needs NATS_URL)
   worker    a worker daemon pulling jobs (needs NATS_URL)
   keys      manage users, API keys and credits (qr-art keys --help)
+  qr        qr render: write a v5 control image to preview a layout (qr-art qr --help)
 
 Configuration is read from the environment: see README.md.`;
 
@@ -29,6 +30,10 @@ export async function main(argv: string[]): Promise<number> {
         const { keysCommand } = await import('./cli/keys.ts');
         return await keysCommand(rest, loadConfig());
       }
+      case 'qr': {
+        const { qrCommand } = await import('./cli/qr-render.ts');
+        return await qrCommand(rest);
+      }
       case undefined:
       case 'help':
       case '--help':
@@ -43,6 +48,10 @@ export async function main(argv: string[]): Promise<number> {
     if (error instanceof ConfigError || error instanceof NatsServerMissingError) {
       console.error(error.message);
       return 1;
+    }
+    if (String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')) {
+      console.error((error as Error).message);
+      return 2;
     }
     throw error;
   }

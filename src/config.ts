@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_IMAGE_FETCH_LIMITS } from './image/fetch.ts';
 
 const boolean = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
@@ -35,6 +36,10 @@ export const ConfigSchema = z.object({
   JOB_MAX_DELIVER: z.coerce.number().int().min(1).max(100).default(3),
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
   WORKER_ID: z.string().optional(),
+  /** Client images (qrImage, outpainting image): whole-fetch time limit, body size cap, decoded pixel cap. */
+  IMAGE_FETCH_TIMEOUT_MS: milliseconds.default(DEFAULT_IMAGE_FETCH_LIMITS.totalTimeoutMs),
+  IMAGE_MAX_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_IMAGE_FETCH_LIMITS.maxBytes),
+  IMAGE_MAX_PIXELS: z.coerce.number().int().min(1).default(DEFAULT_IMAGE_FETCH_LIMITS.maxPixels),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

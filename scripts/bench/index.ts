@@ -1,6 +1,7 @@
 // npm run bench -- <name> [options]: the benchmarks, one file each.
 const BENCHES: Record<string, string> = {
   api: './api.ts',
+  qr: './qr.ts',
 };
 
 const [name] = process.argv.slice(2);

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { connectQueue } from '../queue/connection.ts';
 import { ensureTopology } from '../queue/topology.ts';
-import { PlainQrRunner } from '../worker/plain-qr-runner.ts';
+import { ControlImageRunner } from '../worker/control-image-runner.ts';
 import { startWorkerDaemon, type WorkerDaemon } from '../worker/daemon.ts';
 
 export interface WorkerService {
@@ -17,7 +17,10 @@ export async function startWorkerService(options: { config: Config; natsUrl: str
   await ensureTopology(queue.jsm, { jobAckWaitMs: config.JOB_ACK_WAIT_MS, jobMaxDeliver: config.JOB_MAX_DELIVER });
   const daemon = startWorkerDaemon({
     queue,
-    runner: new PlainQrRunner(),
+    runner: new ControlImageRunner({
+      policy: { allowPrivate: config.ALLOW_PRIVATE_URLS },
+      fetchLimits: { totalTimeoutMs: config.IMAGE_FETCH_TIMEOUT_MS, maxBytes: config.IMAGE_MAX_BYTES, maxPixels: config.IMAGE_MAX_PIXELS },
+    }),
     logger,
     concurrency: config.WORKER_CONCURRENCY,
     workerId: config.WORKER_ID,

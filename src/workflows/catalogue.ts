@@ -7,6 +7,8 @@
  * (spec 4.1.3) and the preset names in presets.ts (spec 4.4). docs/workflows.md documents
  * the same numbers for clients; keep them in step.
  */
+import type { ControlBackground } from '../qr/control-image.ts';
+import type { ErrorCorrectionLevel } from '../qr/encode.ts';
 import { isWorkflowName, type WorkflowName } from './names.ts';
 import { MAX_OUTPUT_AREA, MAX_OUTPUT_SIDE, type AspectRatio, type Resolution } from './sizes.ts';
 
@@ -105,6 +107,27 @@ export interface ByTypeCost {
 export type CostRule = FlatCost | PerImageCost | PerImageByResolutionCost | ByTypeCost;
 
 // ---------------------------------------------------------------------------
+// Control images: how the worker draws the code a model is conditioned on
+// ---------------------------------------------------------------------------
+
+/**
+ * Per model: the background QR ControlNets of that kind were trained with (design.md
+ * section 4: QR Code Monster v2 style models want #808080 outside the code, brightness /
+ * pattern ControlNets want plain black on white) and the error-correction level (H: the
+ * art may damage up to ~30% of the codewords and the code still reads).
+ */
+export interface QrControlSettings {
+  readonly background: ControlBackground;
+  readonly errorCorrectionLevel: ErrorCorrectionLevel;
+}
+
+/** Workflows without aspectRatio / resolution render at the models' native square size. */
+export const NATIVE_CANVAS = Object.freeze({ width: 768, height: 768 });
+
+const MONSTER_STYLE: QrControlSettings = Object.freeze({ background: 'gray', errorCorrectionLevel: 'H' });
+const BLACK_ON_WHITE: QrControlSettings = Object.freeze({ background: 'white', errorCorrectionLevel: 'H' });
+
+// ---------------------------------------------------------------------------
 // Entries
 // ---------------------------------------------------------------------------
 
@@ -129,6 +152,8 @@ export interface QrImageEntry extends EntryBase<'qr-image'> {
     readonly qrStrength: RangeWithDefault;
     readonly qrSteps: RangeWithDefault;
   };
+  /** The client's image is letterboxed onto this canvas (white) before use. */
+  readonly control: { readonly canvas: { readonly width: number; readonly height: number } };
   readonly cost: FlatCost;
 }
 
@@ -139,6 +164,12 @@ export interface QrContentEntry extends EntryBase<'qr-content'> {
     /** null: the workflow does not accept qrSteps (v4); a sent value is dropped. */
     readonly qrSteps: RangeWithDefault | null;
     readonly batchSize: RangeWithDefault;
+  };
+  /** v4 bodies carry no layout fields: the code is centred at qrRatio on the native canvas, pattern s1. */
+  readonly control: QrControlSettings & {
+    readonly canvas: { readonly width: number; readonly height: number };
+    readonly qrRatio: number;
+    readonly pattern: QrCodePattern;
   };
   readonly cost: PerImageCost;
 }
@@ -159,6 +190,7 @@ export interface QrV5Entry extends EntryBase<'qr-v5'> {
     readonly resolution: Resolution;
     readonly qrCodePartern: QrCodePattern;
   };
+  readonly controlByModel: Readonly<Record<V5Model, QrControlSettings>>;
   readonly cost: PerImageByResolutionCost;
 }
 
@@ -195,9 +227,18 @@ const V1_QR_STEPS = range(10, 20, 16, true);
 const V4_QR_STRENGTH = range(QR_STRENGTH_MIN, QR_STRENGTH_MAX, 1.5, false);
 const V4_QR_STEPS = range(10, 60, 20, true); // v4s (spec); v4real/v4niji/v4dream (our decision: their examples send 20)
 const BATCH_SIZE = range(1, 4, 1, true); // "up to 4 outputs per operation" (v4 and later)
+/** v4 family: side of the code (with its quiet zone) on the native canvas; not a request field. */
+const V4_QR_RATIO = 0.8;
 
 /** v5 family (spec gives no ranges; these are our decisions, see docs/workflows.md). */
 const V5_QR_RATIO = range(0.3, 1.0, 0.6, false);
+/** The photorealistic model pairs with a black-on-white ControlNet; the others are Monster-style. */
+const V5_CONTROL_BY_MODEL: Readonly<Record<V5Model, QrControlSettings>> = Object.freeze({
+  universal: MONSTER_STYLE,
+  niji: MONSTER_STYLE,
+  dream: MONSTER_STYLE,
+  real: BLACK_ON_WHITE,
+});
 
 /** Resolution price factors of v5 / v5s, in percent of the SD price. */
 const V5_RESOLUTION_FACTOR_PERCENT: Readonly<Record<Resolution, number>> = Object.freeze({
@@ -226,6 +267,7 @@ function qrImageEntry(name: WorkflowName, version: string, cents: number, descri
     version,
     description,
     params,
+    control: Object.freeze({ canvas: NATIVE_CANVAS }),
     defaults: Object.freeze({ qrStrength: params.qrStrength.default, qrSteps: params.qrSteps.default }),
     cost: Object.freeze({ kind: 'flat', cents }),
   };
@@ -236,6 +278,7 @@ function qrContentEntry(
   version: string,
   centsPerImage: number,
   qrSteps: RangeWithDefault | null,
+  controlSettings: QrControlSettings,
   description: string,
 ): QrContentEntry {
   const params = { qrStrength: V4_QR_STRENGTH, qrSteps, batchSize: BATCH_SIZE };
@@ -249,6 +292,7 @@ function qrContentEntry(
     version,
     description,
     params,
+    control: Object.freeze({ ...controlSettings, canvas: NATIVE_CANVAS, qrRatio: V4_QR_RATIO, pattern: 's1' }),
     defaults: Object.freeze(defaults),
     cost: Object.freeze({ kind: 'per_image', centsPerImage }),
   };
@@ -276,6 +320,7 @@ function qrV5Entry(
     description,
     params,
     enumDefaults,
+    controlByModel: V5_CONTROL_BY_MODEL,
     defaults: Object.freeze({
       steps: params.steps.default,
       qrStrength: params.qrStrength.default,
@@ -319,15 +364,15 @@ const entries: readonly WorkflowEntry[] = [
   qrImageEntry('generate_qr_art_v2', '2', 150, 'QR Art v2: artistic QR code from a prompt and a client-supplied QR image.'),
   qrImageEntry('generate_qr_art_v3a', '3a', 200, 'QR Art v3a: artistic QR code from a prompt and a client-supplied QR image.'),
   qrImageEntry('generate_qr_art_v3b', '3b', 200, 'QR Art v3b: artistic QR code from a prompt and a client-supplied QR image.'),
-  qrContentEntry('generate_qr_art_v4', '4', 249, null,
+  qrContentEntry('generate_qr_art_v4', '4', 249, null, MONSTER_STYLE,
     'QR Art v4: the service encodes qrContent; tuned for the best results at a fixed cost; no steps parameter.'),
-  qrContentEntry('generate_qr_art_v4s', '4s', 100, V4_QR_STEPS,
+  qrContentEntry('generate_qr_art_v4s', '4s', 100, V4_QR_STEPS, MONSTER_STYLE,
     'QR Art v4s: the service encodes qrContent; tuned for speed and lower cost.'),
-  qrContentEntry('generate_qr_art_v4real', '4real', 249, V4_QR_STEPS,
+  qrContentEntry('generate_qr_art_v4real', '4real', 249, V4_QR_STEPS, BLACK_ON_WHITE,
     'QR Art v4real: as v4, tuned for a photorealistic style.'),
-  qrContentEntry('generate_qr_art_v4niji', '4niji', 249, V4_QR_STEPS,
+  qrContentEntry('generate_qr_art_v4niji', '4niji', 249, V4_QR_STEPS, MONSTER_STYLE,
     'QR Art v4niji: as v4, tuned for an anime style.'),
-  qrContentEntry('generate_qr_art_v4dream', '4dream', 249, V4_QR_STEPS,
+  qrContentEntry('generate_qr_art_v4dream', '4dream', 249, V4_QR_STEPS, MONSTER_STYLE,
     'QR Art v4dream: as v4, tuned for photorealism without losing range.'),
   qrV5Entry('generate_qr_art_v5', '5', 299,
     { steps: range(10, 60, 30, true), cfg: range(1, 20, 7, false), qrStrength: range(QR_STRENGTH_MIN, QR_STRENGTH_MAX, 1.3, false) },

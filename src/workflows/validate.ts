@@ -14,8 +14,12 @@ import {
   type CostInput,
   type OutpaintingEntry,
   type QrV5Entry,
+  type V5Model,
   type WorkflowEntry,
 } from './catalogue.ts';
+import { placementFor } from '../qr/control-image.ts';
+import { encodeQr } from '../qr/encode.ts';
+import { DEFAULT_QUIET_ZONE_MODULES, layoutQr, QrLayoutError, type Canvas, type Placement } from '../qr/layout.ts';
 import { WORKFLOWS, type WorkflowName } from './names.ts';
 import { schemaSetFor, type FieldKind } from './schemas.ts';
 import { isAspectRatio, isResolution, outputSize } from './sizes.ts';
@@ -28,7 +32,7 @@ export interface ValidationIssue {
   field: string;
   /**
    * Short machine token: required, type, integer, min, max, enum, url, https_url, public_host,
-   * unknown_workflow, qr_capacity, canvas_bounds, min_total, characters (and internal, which should never happen).
+   * unknown_workflow, qr_capacity, canvas_bounds, module_size, min_total, characters (and internal, which should never happen).
    */
   rule: string;
   /** Human-readable sentence. */
@@ -161,31 +165,26 @@ function resolveSeed(options: ValidateOptions): number {
 // v5 placement
 // ---------------------------------------------------------------------------
 
-interface Placement {
-  width: number;
-  height: number;
-  side: number;
+interface V5Canvas {
+  canvas: Canvas;
+  placement: Placement;
   maxX: number;
   maxY: number;
-  qrX: number;
-  qrY: number;
 }
 
-/** Output size, QR side and the centred top-left corner for the given (valid) v5 values. */
-function placement(entry: QrV5Entry, values: Record<string, unknown>): Placement {
+/** Output size and the centred QR square for the given (valid) v5 values; qrX / qrY as sent. */
+function v5Canvas(entry: QrV5Entry, values: Record<string, unknown>): V5Canvas {
   const aspectRatio = isAspectRatio(values.aspectRatio) ? values.aspectRatio : entry.enumDefaults.aspectRatio;
   const resolution = isResolution(values.resolution) ? values.resolution : entry.enumDefaults.resolution;
   const qrRatio = typeof values.qrRatio === 'number' ? values.qrRatio : entry.params.qrRatio.default;
-  const { width, height } = outputSize(aspectRatio, resolution);
-  const side = Math.round(qrRatio * Math.min(width, height));
-  const maxX = width - side;
-  const maxY = height - side;
-  return { width, height, side, maxX, maxY, qrX: Math.floor(maxX / 2), qrY: Math.floor(maxY / 2) };
+  const canvas = outputSize(aspectRatio, resolution);
+  const placement = placementFor(canvas, qrRatio);
+  return { canvas, placement, maxX: canvas.width - placement.side, maxY: canvas.height - placement.side };
 }
 
 function centredPosition(entry: QrV5Entry, values: Record<string, unknown>): { qrX: number; qrY: number } {
-  const p = placement(entry, values);
-  return { qrX: p.qrX, qrY: p.qrY };
+  const { placement } = v5Canvas(entry, values);
+  return { qrX: placement.x, qrY: placement.y };
 }
 
 /** U+0000 or an unpaired UTF-16 surrogate: PostgreSQL text and jsonb cannot hold them. */
@@ -210,10 +209,10 @@ function crossFieldIssues(entry: WorkflowEntry, raw: Record<string, unknown>, in
 
 function v5CanvasIssues(entry: QrV5Entry, raw: Record<string, unknown>, invalid: Set<string>): ValidationIssue[] {
   if (invalid.has('aspectRatio') || invalid.has('resolution') || invalid.has('qrRatio')) return [];
-  const p = placement(entry, raw);
+  const { canvas, placement, maxX, maxY } = v5Canvas(entry, raw);
   const issues: ValidationIssue[] = [];
-  const where = `a ${p.width}x${p.height} output with a ${p.side}px QR code`;
-  for (const [key, max] of [['qrX', p.maxX], ['qrY', p.maxY]] as const) {
+  const where = `a ${canvas.width}x${canvas.height} output with a ${placement.side}px QR code`;
+  for (const [key, max] of [['qrX', maxX], ['qrY', maxY]] as const) {
     const value = raw[key];
     if (invalid.has(key) || typeof value !== 'number') continue;
     if (value < 0 || value > max) {
@@ -224,7 +223,28 @@ function v5CanvasIssues(entry: QrV5Entry, raw: Record<string, unknown>, invalid:
       });
     }
   }
+  if (!invalid.has('qrContent') && !invalid.has('model') && typeof raw.qrContent === 'string') {
+    const problem = moduleFitProblem(entry, raw, canvas, placement);
+    if (problem) issues.push({ field: 'qrRatio', rule: 'module_size', message: problem });
+  }
   return issues;
+}
+
+/** The largest code (version 40) fits any square at least this many pixels wide with 1-pixel modules. */
+const ALWAYS_FITS_SIDE = 177 + 2 * DEFAULT_QUIET_ZONE_MODULES;
+
+/** Why the code cannot be drawn with whole-pixel modules in its square, or null. */
+function moduleFitProblem(entry: QrV5Entry, raw: Record<string, unknown>, canvas: Canvas, placement: Placement): string | null {
+  if (placement.side >= ALWAYS_FITS_SIDE) return null;
+  const model = typeof raw.model === 'string' && raw.model in entry.controlByModel ? (raw.model as V5Model) : entry.enumDefaults.model;
+  try {
+    const matrix = encodeQr(raw.qrContent as string, entry.controlByModel[model].errorCorrectionLevel);
+    layoutQr(canvas, { ...placement, x: 0, y: 0 }, matrix.size);
+    return null;
+  } catch (error) {
+    if (error instanceof QrLayoutError) return error.message;
+    return null; // capacity problems are reported on qrContent
+  }
 }
 
 function outpaintingIssues(entry: OutpaintingEntry, raw: Record<string, unknown>, invalid: Set<string>): ValidationIssue[] {

@@ -1,20 +1,31 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import QRCode from 'qrcode';
 import sharp from 'sharp';
 import { connectQueue, type Queue } from '../../src/queue/connection.ts';
 import { CONSUMERS, STREAMS } from '../../src/queue/subjects.ts';
 import { balanceOf } from '../../src/store/accounts.ts';
+import { zbarDecode } from '../helpers/independent-decoders.ts';
 import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
+import { pngHeaderOnly } from '../image/fixtures.ts';
+import { minimalBody } from '../workflows/helpers.ts';
 
-/** The real worker daemon (plain QR renderer) behind the API, and what happens when no worker finishes a job. */
+/** The real worker daemon (control-image runner) behind the API, and what happens when no worker finishes a job. */
 
 const KEY = 'key-worker-0123456789abcdef0123456789a';
 
 describe('with the real worker', () => {
   let stack: TestStack;
+  let images: ImageServer;
   beforeAll(async () => {
+    images = await serveImages();
     stack = await startTestStack({ worker: true, env: { API_KEYS: `wes:${KEY}:100` } });
   });
-  afterAll(async () => stack?.stop());
+  afterAll(async () => {
+    await stack?.stop();
+    await images?.close();
+  });
 
   const create = async (body: Record<string, unknown>) => {
     const created = await stack.call('POST', '/v1/predictions/queue', { key: KEY, body });
@@ -41,23 +52,103 @@ describe('with the real worker', () => {
       const response = await fetch(`${stack.baseUrl}${new URL(url).pathname}`);
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toBe('image/png');
-      const meta = await sharp(Buffer.from(await response.arrayBuffer())).metadata();
-      expect(meta).toMatchObject({ format: 'png', width: 1024, height: 576 });
+      const png = Buffer.from(await response.arrayBuffer());
+      expect(await sharp(png).metadata()).toMatchObject({ format: 'png', width: 1024, height: 576 });
+      const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+      expect(await zbarDecode({ data, width: info.width, height: info.height, channels: info.channels as 1 })).toEqual(['https://example.com/v5']);
     }
   });
 
-  it('fails a qrImage workflow, which this worker cannot run, and refunds it', async () => {
+  it('outpainting, which needs the diffusion pipeline, fails with workflow_unavailable and a refund', async () => {
     const before = await balanceOf(stack.api.db, 'wes');
-    const created = await create({ workflow: 'generate_qr_art', qrText: 'a garden', qrImage: 'http://127.0.0.1/x.png' });
+    const created = await create({ ...minimalBody('outpainting'), image: `${images.url}/code.png` });
     expect(await balanceOf(stack.api.db, 'wes')).toBe(before - Math.round(created.credits * 100));
-
     const done = await finished(created.id);
-    expect(done).toMatchObject({ status: 'failed', refunded: true, output: '' });
-    expect(done.error).toEqual({ code: expect.any(String), message: expect.any(String) });
+    expect(done).toMatchObject({ status: 'failed', refunded: true, output: '', error: { code: 'workflow_unavailable' } });
     expect(done.completedAt).not.toBeNull();
     expect(await balanceOf(stack.api.db, 'wes')).toBe(before);
   });
 });
+
+describe('QR Art v1-v3b: the client brings the code as an image URL', () => {
+  let stack: TestStack;
+  let images: ImageServer;
+  beforeAll(async () => {
+    images = await serveImages();
+    stack = await startTestStack({ worker: true, env: { API_KEYS: `wes:${KEY}:100`, IMAGE_FETCH_TIMEOUT_MS: '1500' } });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    await images?.close();
+  });
+
+  const run = async (qrImage: string) => {
+    const before = await balanceOf(stack.api.db, 'wes');
+    const created = await stack.call('POST', '/v1/predictions/queue', { key: KEY, body: { workflow: 'generate_qr_art_v2', qrText: 'a garden', qrImage } });
+    expect(created.status).toBe(200);
+    const done = await waitFor(async () => {
+      const got = await stack.call('GET', `/v1/predictions/${created.body.data.id}`, { key: KEY });
+      return got.body.data.status === 'executed' || got.body.data.status === 'failed' ? got.body.data : undefined;
+    }, 30_000);
+    return { done, refunded: (await balanceOf(stack.api.db, 'wes')) === before };
+  };
+
+  it('reads the code in qrImage and returns it normalized to the 768x768 canvas, scannable', async () => {
+    const { done } = await run(`${images.url}/code.png`);
+    expect(done).toMatchObject({ status: 'executed', isScanables: [true] });
+    const response = await fetch(`${stack.baseUrl}${new URL(done.output.images[0]).pathname}`);
+    const png = Buffer.from(await response.arrayBuffer());
+    expect(await sharp(png).metadata()).toMatchObject({ format: 'png', width: 768, height: 768 });
+    const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+    expect(await zbarDecode({ data, width: info.width, height: info.height, channels: info.channels as 3 })).toEqual([CODE_TEXT]);
+  });
+
+  it.each([
+    ['an image with no QR code in it', '/noise.png', 'unreadable_qr_image', 'not a readable QR code'],
+    ['a text file named .png', '/notes.png', 'invalid_qr_image', 'is not a PNG, JPEG, WebP or GIF image'],
+    ['a 50,000 x 50,000 PNG header', '/bomb.png', 'invalid_qr_image', '50000 x 50000 pixels'],
+    ['a missing file', '/missing.png', 'invalid_qr_image', 'HTTP 404'],
+    ['a server that never finishes the body', '/slow.png', 'invalid_qr_image', 'did not finish within'],
+  ])('fails %s with a clear error and refunds it', async (_, path, code, text) => {
+    const { done, refunded } = await run(`${images.url}${path}`);
+    expect(done).toMatchObject({ status: 'failed', refunded: true, output: '', error: { code } });
+    expect(done.error.message).toMatch(/^qrImage /);
+    expect(done.error.message).toContain(text);
+    expect(refunded).toBe(true);
+  });
+});
+
+const CODE_TEXT = 'https://example.com/brought-by-the-client';
+
+interface ImageServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** A local image host: a real QR code, noise, a text file, a pixel bomb, a 404 and a server that stalls. */
+async function serveImages(): Promise<ImageServer> {
+  const code = await QRCode.toBuffer(CODE_TEXT, { errorCorrectionLevel: 'H', width: 300, margin: 2 });
+  const noisePixels = Buffer.alloc(200 * 200 * 3);
+  for (let i = 0; i < noisePixels.length; i++) noisePixels[i] = (i * 2654435761) >>> 24;
+  const noise = await sharp(noisePixels, { raw: { width: 200, height: 200, channels: 3 } }).png().toBuffer();
+  const files: Record<string, Buffer> = { '/code.png': code, '/noise.png': noise, '/notes.png': Buffer.from('just some text, not an image\n'), '/bomb.png': pngHeaderOnly(50_000, 50_000) };
+  const server = http.createServer((req, res) => {
+    if (req.url === '/slow.png') {
+      res.writeHead(200, { 'content-type': 'image/png' });
+      res.write(code.subarray(0, 64)); // then nothing: the fetch's total timeout must end it
+      return;
+    }
+    const body = files[req.url ?? ''];
+    if (!body) return void res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': 'image/png' }).end(body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
 
 describe('a job that no worker finishes', () => {
   let stack: TestStack;

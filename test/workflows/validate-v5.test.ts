@@ -177,4 +177,15 @@ describe('v5 QR placement (qrX / qrY / qrRatio)', () => {
     const issues = !result.ok ? result.issues : [];
     expect(issues.map((i) => `${i.field}/${i.rule}`).sort()).toEqual(['qrX/max', 'resolution/enum']);
   });
+
+  it('refuses a code too dense for its square: whole-pixel modules need the content to fit (module_size on qrRatio)', () => {
+    // 9:16 SD is 576 wide; qrRatio 0.3 gives a 173 px square. 1273 bytes (the most level H holds) need version 40
+    // (177 modules + 2 x 2 quiet): 181 px at one pixel per module.
+    const dense = { ...minimalBody(V5), aspectRatio: '9:16', qrRatio: 0.3, qrContent: 'x'.repeat(1273) };
+    const issue = expectIssue(parse(dense), 'qrRatio', 'module_size');
+    expect(issue.message).toContain('181 modules');
+    expect(issue.message).toContain('173 px');
+    expectOk(parse({ ...dense, qrRatio: 0.32 })); // 184 px: one-pixel modules fit
+    expectOk(parse({ ...dense, qrContent: 'https://example.com' }));
+  });
 });

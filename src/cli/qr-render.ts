@@ -1,0 +1,104 @@
+import { writeFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { encodePng } from '../image/decode.ts';
+import { renderControlImage } from '../qr/control-image.ts';
+import { scanCheck } from '../qr/scan.ts';
+import { QR_CODE_PATTERNS, V5_MODELS } from '../workflows/catalogue.ts';
+import { controlPlanFor } from '../workflows/control.ts';
+import { ASPECT_RATIOS, RESOLUTIONS } from '../workflows/sizes.ts';
+import { parseCreateBody } from '../workflows/validate.ts';
+
+const USAGE = `qr-art qr render --content TEXT [options]
+
+Writes the control image a v5 generation would be conditioned on: the code for TEXT in the
+pattern, size and place given, so a layout can be previewed before paying for a generation.
+The options are the v5 body's fields and are checked by the same rules as the API.
+
+  --content TEXT         qrContent (a link, text, tel:..., mailto:...)          required
+  --pattern NAME         qrCodePartern: ${QR_CODE_PATTERNS.join(' ')}
+  --aspect-ratio R       ${ASPECT_RATIOS.join(' ')}
+  --resolution R         ${RESOLUTIONS.join(' ')}
+  --qr-ratio N           side of the code's square (quiet zone included) / short side
+  --qr-x N, --qr-y N     top-left corner of that square, in output pixels (centred when absent)
+  --model NAME           ${V5_MODELS.join(' ')} (decides the background: gray or white)
+  --out FILE             PNG to write (default qr.png)
+  --json                 print the layout as JSON`;
+
+/** `qr-art qr render`: returns the exit code; messages name the offending option. */
+export async function qrCommand(argv: string[]): Promise<number> {
+  const [action, ...rest] = argv;
+  if (action !== 'render') {
+    console.log(USAGE);
+    return action === '--help' || action === 'help' ? 0 : 1;
+  }
+  const { values } = parseArgs({
+    args: rest,
+    options: {
+      content: { type: 'string' },
+      pattern: { type: 'string' },
+      'aspect-ratio': { type: 'string' },
+      resolution: { type: 'string' },
+      'qr-ratio': { type: 'string' },
+      'qr-x': { type: 'string' },
+      'qr-y': { type: 'string' },
+      model: { type: 'string' },
+      out: { type: 'string', default: 'qr.png' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const flags: Record<string, [string, string | undefined, 'text' | 'number']> = {
+    qrContent: ['--content', values.content, 'text'],
+    qrCodePartern: ['--pattern', values.pattern, 'text'],
+    aspectRatio: ['--aspect-ratio', values['aspect-ratio'], 'text'],
+    resolution: ['--resolution', values.resolution, 'text'],
+    qrRatio: ['--qr-ratio', values['qr-ratio'], 'number'],
+    qrX: ['--qr-x', values['qr-x'], 'number'],
+    qrY: ['--qr-y', values['qr-y'], 'number'],
+    model: ['--model', values.model, 'text'],
+  };
+  const body: Record<string, unknown> = { workflow: 'generate_qr_art_v5', prompt: 'preview' };
+  for (const [field, [, value, kind]] of Object.entries(flags)) {
+    if (value !== undefined) body[field] = kind === 'number' && value.trim() !== '' && Number.isFinite(Number(value)) ? Number(value) : value;
+  }
+  const parsed = parseCreateBody(body, { allowPrivateUrls: false, randomSeed: () => 0 });
+  if (!parsed.ok) {
+    for (const issue of parsed.issues) {
+      const flag = flags[issue.field]?.[0] ?? issue.field;
+      const message = issue.message.startsWith(issue.field) ? flag + issue.message.slice(issue.field.length) : `${flag}: ${issue.message}`;
+      console.error(message);
+    }
+    return 2;
+  }
+  const plan = controlPlanFor(parsed.value.workflow, parsed.value.input);
+  if (plan.kind !== 'content') throw new Error('a v5 body always has a content plan');
+  const control = renderControlImage(plan);
+  await writeFile(values.out, await encodePng(control.image));
+  const verdict = await scanCheck(control.image, plan.content, { codeSide: control.layout.codePixels });
+  const summary = {
+    out: values.out,
+    width: plan.canvas.width,
+    height: plan.canvas.height,
+    pattern: plan.pattern,
+    background: plan.background,
+    version: control.matrix.version,
+    modules: control.matrix.size,
+    moduleSize: control.layout.moduleSize,
+    square: control.layout.placement,
+    scannable: verdict.scannable,
+  };
+  if (values.json) console.log(JSON.stringify(summary));
+  else {
+    console.log(
+      `${summary.out}: ${summary.width}x${summary.height}, pattern ${summary.pattern} on ${summary.background}, version ${summary.version} ` +
+        `(${summary.modules} modules of ${summary.moduleSize} px) in the ${summary.square.side} px square at (${summary.square.x}, ${summary.square.y}); ` +
+        `scans: ${summary.scannable ? 'yes' : 'no'}`,
+    );
+  }
+  return summary.scannable ? 0 : 3;
+}

@@ -1,0 +1,99 @@
+import type { OutboundPolicy } from '../net/safe-url.ts';
+import { decodeImage, encodePng, isImageDecodeError, resizeImage } from '../image/decode.ts';
+import { DEFAULT_IMAGE_FETCH_LIMITS, fetchImage, isImageFetchError, type ImageFetchLimits } from '../image/fetch.ts';
+import type { RawImage } from '../image/raw.ts';
+import { renderControlImage } from '../qr/control-image.ts';
+import { QrContentTooLongError } from '../qr/encode.ts';
+import { QrLayoutError } from '../qr/layout.ts';
+import { decodeAny, scanCheck } from '../qr/scan.ts';
+import type { JobMessage } from '../queue/schemas.ts';
+import { isWorkflowName } from '../workflows/catalogue.ts';
+import { controlPlanFor } from '../workflows/control.ts';
+import { JobInputError, type JobRunner, type RenderedImage, type RunOutcome } from './runner.ts';
+
+/** Share of the canvas side a client's QR image is fitted into, leaving a light margin around it. */
+const CLIENT_IMAGE_RATIO = 0.8;
+
+export interface ControlImageRunnerOptions {
+  readonly policy: OutboundPolicy;
+  readonly fetchLimits?: Partial<ImageFetchLimits>;
+}
+
+/**
+ * Until the diffusion pipeline lands, workers return the control image the art will be
+ * conditioned on: the content's code in the requested pattern, size and place (v4, v5), or
+ * the client's own code normalized to the canvas (v1-v3b), with a real scan check. It
+ * exercises the whole job path (queue, events, object store, webhooks) with real files.
+ * Outpainting needs the pipeline and fails with a refund.
+ */
+export class ControlImageRunner implements JobRunner {
+  readonly name = 'control-image';
+
+  constructor(private readonly options: ControlImageRunnerOptions) {}
+
+  async run(job: JobMessage, signal: AbortSignal): Promise<RunOutcome> {
+    if (!isWorkflowName(job.workflow)) throw new JobInputError(`unknown workflow ${job.workflow}`);
+    const plan = controlPlanFor(job.workflow, job.input);
+    let image: RawImage;
+    let expected: string;
+    let codeSide: number;
+    switch (plan.kind) {
+      case 'none':
+        throw new JobInputError(`${job.workflow} needs the diffusion pipeline, which this worker does not have yet`, 'workflow_unavailable');
+      case 'client-image': {
+        const client = await this.clientCode(plan.url, signal);
+        codeSide = Math.round(CLIENT_IMAGE_RATIO * Math.min(plan.canvas.width, plan.canvas.height));
+        image = await letterbox(client.image, plan.canvas, codeSide);
+        expected = client.text;
+        break;
+      }
+      case 'content': {
+        try {
+          const control = renderControlImage(plan);
+          image = control.image;
+          codeSide = control.layout.codePixels;
+        } catch (error) {
+          if (error instanceof QrContentTooLongError || error instanceof QrLayoutError) throw new JobInputError(error.message);
+          throw error;
+        }
+        expected = plan.content;
+        break;
+      }
+    }
+    const png = await encodePng(image);
+    const { scannable } = await scanCheck(image, expected, { codeSide });
+    const images: RenderedImage[] = Array.from({ length: job.imageCount }, () => ({ data: png, extension: 'png', isScannable: scannable }));
+    return { kind: 'images', images };
+  }
+
+  /** Fetches qrImage and reads its code; anything wrong with it fails the prediction (refunded). */
+  private async clientCode(url: string, signal: AbortSignal): Promise<{ image: RawImage; text: string }> {
+    const limits = { ...DEFAULT_IMAGE_FETCH_LIMITS, ...this.options.fetchLimits };
+    let image: RawImage;
+    try {
+      const fetched = await fetchImage(url, { ...limits, policy: this.options.policy, signal });
+      image = await decodeImage(fetched.bytes, { maxPixels: limits.maxPixels, channels: 3 });
+    } catch (error) {
+      if (isImageFetchError(error) || isImageDecodeError(error)) throw new JobInputError(`qrImage ${error.message}`, 'invalid_qr_image');
+      throw error;
+    }
+    const decoded = await decodeAny(image);
+    if (!decoded) {
+      throw new JobInputError('qrImage is not a readable QR code: no decoder found a code in it; send a sharp black-and-white QR code image', 'unreadable_qr_image');
+    }
+    return { image, text: decoded.text };
+  }
+}
+
+/** The client's image fitted (aspect kept) into a centred square of `side` px on a white canvas. */
+async function letterbox(image: RawImage, canvas: { width: number; height: number }, side: number): Promise<RawImage> {
+  const fitted = await resizeImage(image, side, side, 'contain');
+  const out = new Uint8Array(canvas.width * canvas.height * fitted.channels).fill(255);
+  const left = Math.floor((canvas.width - side) / 2);
+  const top = Math.floor((canvas.height - side) / 2);
+  const rowBytes = side * fitted.channels;
+  for (let y = 0; y < side; y++) {
+    out.set(fitted.data.subarray(y * rowBytes, (y + 1) * rowBytes), ((top + y) * canvas.width + left) * fitted.channels);
+  }
+  return { data: out, width: canvas.width, height: canvas.height, channels: fitted.channels };
+}

@@ -1,0 +1,61 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { qrCommand } from '../../src/cli/qr-render.ts';
+import { zbarDecode } from '../helpers/independent-decoders.ts';
+
+describe('qr-art qr render', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'qr-render-'));
+  });
+  afterAll(async () => rm(dir, { recursive: true, force: true }));
+
+  const run = async (args: string[]) => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const log = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void out.push(String(line)));
+    const error = vi.spyOn(console, 'error').mockImplementation((line: unknown) => void err.push(String(line)));
+    try {
+      return { code: await qrCommand(['render', ...args]), out: out.join('\n'), err: err.join('\n') };
+    } finally {
+      log.mockRestore();
+      error.mockRestore();
+    }
+  };
+
+  it('writes the control image at the output size, where asked, and it decodes with ZBar', async () => {
+    const file = path.join(dir, 'preview.png');
+    const result = await run(['--content', 'tel:+15551234567', '--pattern', 'r2', '--aspect-ratio', '16:9', '--qr-ratio', '0.5', '--qr-x', '10', '--qr-y', '20', '--out', file, '--json']);
+    expect(result.code).toBe(0);
+    const summary = JSON.parse(result.out);
+    expect(summary).toMatchObject({ width: 1024, height: 576, pattern: 'r2', background: 'gray', scannable: true, square: { x: 10, y: 20, side: 288 } });
+    const { data, info } = await sharp(file).raw().toBuffer({ resolveWithObject: true });
+    expect(info).toMatchObject({ width: 1024, height: 576 });
+    expect(await zbarDecode({ data, width: info.width, height: info.height, channels: info.channels as 1 })).toEqual(['tel:+15551234567']);
+    expect(data[0]).toBe(0x80); // gray outside the square for the universal model
+  });
+
+  it('uses a white background for the real model', async () => {
+    const file = path.join(dir, 'real.png');
+    expect((await run(['--content', 'hello', '--model', 'real', '--out', file])).code).toBe(0);
+    const { data } = await sharp(file).raw().toBuffer({ resolveWithObject: true });
+    expect(data[0]).toBe(0xff);
+  });
+
+  it('refuses what the API refuses, naming the option and the rule', async () => {
+    const result = await run(['--content', 'hello', '--qr-ratio', '2', '--pattern', 'zz9', '--qr-x', '700', '--out', path.join(dir, 'x.png')]);
+    expect(result.code).toBe(2);
+    expect(result.err).toContain('--qr-ratio');
+    expect(result.err).toContain('--pattern');
+    expect(result.err).toMatch(/--pattern.*s1/);
+  });
+
+  it('refuses a missing --content', async () => {
+    const result = await run(['--out', path.join(dir, 'y.png')]);
+    expect(result.code).toBe(2);
+    expect(result.err).toContain('--content');
+  });
+});
