@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { encodePng } from '../image/decode.ts';
+import { bodyFromFlags, flagMessages, type BodyFlag } from './body-flags.ts';
 import { renderControlImage } from '../qr/control-image.ts';
 import { scanCheck } from '../qr/scan.ts';
 import { QR_CODE_PATTERNS, V5_MODELS } from '../workflows/catalogue.ts';
@@ -23,6 +24,17 @@ The options are the v5 body's fields and are checked by the same rules as the AP
   --model NAME           ${V5_MODELS.join(' ')} (decides the background: gray or white)
   --out FILE             PNG to write (default qr.png)
   --json                 print the layout as JSON`;
+
+const FLAGS: readonly BodyFlag[] = [
+  { field: 'qrContent', flag: '--content', kind: 'text' },
+  { field: 'qrCodePartern', flag: '--pattern', kind: 'text' },
+  { field: 'aspectRatio', flag: '--aspect-ratio', kind: 'text' },
+  { field: 'resolution', flag: '--resolution', kind: 'text' },
+  { field: 'qrRatio', flag: '--qr-ratio', kind: 'number' },
+  { field: 'qrX', flag: '--qr-x', kind: 'number' },
+  { field: 'qrY', flag: '--qr-y', kind: 'number' },
+  { field: 'model', flag: '--model', kind: 'text' },
+];
 
 /** `qr-art qr render`: returns the exit code; messages name the offending option. */
 export async function qrCommand(argv: string[]): Promise<number> {
@@ -52,27 +64,10 @@ export async function qrCommand(argv: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  const flags: Record<string, [string, string | undefined, 'text' | 'number']> = {
-    qrContent: ['--content', values.content, 'text'],
-    qrCodePartern: ['--pattern', values.pattern, 'text'],
-    aspectRatio: ['--aspect-ratio', values['aspect-ratio'], 'text'],
-    resolution: ['--resolution', values.resolution, 'text'],
-    qrRatio: ['--qr-ratio', values['qr-ratio'], 'number'],
-    qrX: ['--qr-x', values['qr-x'], 'number'],
-    qrY: ['--qr-y', values['qr-y'], 'number'],
-    model: ['--model', values.model, 'text'],
-  };
-  const body: Record<string, unknown> = { workflow: 'generate_qr_art_v5', prompt: 'preview' };
-  for (const [field, [, value, kind]] of Object.entries(flags)) {
-    if (value !== undefined) body[field] = kind === 'number' && value.trim() !== '' && Number.isFinite(Number(value)) ? Number(value) : value;
-  }
+  const body = { workflow: 'generate_qr_art_v5', prompt: 'preview', ...bodyFromFlags(FLAGS, values) };
   const parsed = parseCreateBody(body, { allowPrivateUrls: false, randomSeed: () => 0 });
   if (!parsed.ok) {
-    for (const issue of parsed.issues) {
-      const flag = flags[issue.field]?.[0] ?? issue.field;
-      const message = issue.message.startsWith(issue.field) ? flag + issue.message.slice(issue.field.length) : `${flag}: ${issue.message}`;
-      console.error(message);
-    }
+    for (const message of flagMessages(parsed.issues, FLAGS)) console.error(message);
     return 2;
   }
   const plan = controlPlanFor(parsed.value.workflow, parsed.value.input);

@@ -1,0 +1,232 @@
+/**
+ * `qr-art generate`: one generation on this machine, without NATS, the API or a database.
+ * The flags are the fields of a create body, validated by the API's own parseCreateBody; the
+ * job then runs through the worker's DiffusionRunner (inference thread, NSFW check, scan check)
+ * and the images are written as PNG files.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { imageSeed } from '../pipeline/txt2img.ts';
+import type { ExecutionProvider } from '../pipeline/sessions.ts';
+import { DiffusionRunner } from '../worker/diffusion-runner.ts';
+import { DEFAULT_MANIFEST_PATH, InferenceClient } from '../worker/inference-client.ts';
+import { JobInputError } from '../worker/runner.ts';
+import { catalogue, ENHANCE_VALUES, isWorkflowName, QR_CODE_PATTERNS, V5_MODELS } from '../workflows/catalogue.ts';
+import { requestSchemas } from '../workflows/schemas.ts';
+import { ASPECT_RATIOS, RESOLUTIONS } from '../workflows/sizes.ts';
+import { parseCreateBody } from '../workflows/validate.ts';
+import { bodyFromFlags, flagMessages, optionName, type BodyFlag } from './body-flags.ts';
+
+/** The configuration keys generate reads (a subset of Config; all optional). */
+export interface GenerateConfig {
+  readonly MODELS_MANIFEST?: string | undefined;
+  readonly EXECUTION_PROVIDER?: 'cpu' | 'cuda' | undefined;
+  readonly CUDA_DEVICE_ID?: number | undefined;
+  readonly INFERENCE_THREADS?: number | undefined;
+  readonly ALLOW_PRIVATE_URLS?: boolean | undefined;
+  readonly IMAGE_FETCH_TIMEOUT_MS?: number | undefined;
+  readonly IMAGE_MAX_BYTES?: number | undefined;
+  readonly IMAGE_MAX_PIXELS?: number | undefined;
+}
+
+const DEFAULT_WORKFLOW = 'generate_qr_art_v5';
+
+const USAGE = `qr-art generate --prompt TEXT --qr-content TEXT [options]
+
+Generates QR art on this machine (no server needed) and writes <out>/<seed>-<i>.png.
+Body flags are checked by the API's rules for the workflow.
+
+  --workflow NAME        default ${DEFAULT_WORKFLOW}; any QR workflow (v1-v3b take --qr-image)
+  --prompt TEXT          prompt (qrText for v1-v4)
+  --qr-content TEXT      qrContent: what the code encodes (v4, v5)
+  --qr-image URL         qrImage: a QR code image to use (v1-v3b)
+  --negative-prompt TEXT
+  --seed N               random when absent (printed)
+  --steps N              steps (qrSteps for v1-v4)
+  --cfg N                guidance (v5)
+  --qr-strength N        ControlNet strength
+  --model NAME           ${V5_MODELS.join(' ')}
+  --batch-size N         images (v4, v5)
+  --aspect-ratio R       ${ASPECT_RATIOS.join(' ')}
+  --resolution R         ${RESOLUTIONS.join(' ')}
+  --qr-x N, --qr-y N     top-left of the code's square in output pixels (centred when absent)
+  --qr-ratio N           side of that square / the short side
+  --pattern NAME         ${QR_CODE_PATTERNS.join(' ')}
+  --preset NAME          style preset (v5)
+  --enhance VALUE        ${ENHANCE_VALUES.join(' ')} (v5)
+
+  --out DIR              where the PNG files go (default .)
+  --manifest PATH        model manifest (default MODELS_MANIFEST, else the package's models/manifest.json)
+  --provider cpu|cuda    execution provider (default EXECUTION_PROVIDER, else cpu); cuda falls back to cpu
+  --device-id N          CUDA device (default CUDA_DEVICE_ID, else 0)
+  --threads N            CPU threads per ONNX session (default: all cores)
+  --json                 print the result as JSON
+
+Exit status: 0 images written, 1 failure, 2 bad flags or input, 3 rejected as NSFW.`;
+
+/** Body flags; prompt and steps map to other fields on v1-v4 (see fieldsFor). */
+const BODY_FLAGS: readonly BodyFlag[] = [
+  { field: 'prompt', flag: '--prompt', kind: 'text' },
+  { field: 'qrContent', flag: '--qr-content', kind: 'text' },
+  { field: 'qrImage', flag: '--qr-image', kind: 'text' },
+  { field: 'negativePrompt', flag: '--negative-prompt', kind: 'text' },
+  { field: 'seed', flag: '--seed', kind: 'number' },
+  { field: 'steps', flag: '--steps', kind: 'number' },
+  { field: 'cfg', flag: '--cfg', kind: 'number' },
+  { field: 'qrStrength', flag: '--qr-strength', kind: 'number' },
+  { field: 'model', flag: '--model', kind: 'text' },
+  { field: 'batchSize', flag: '--batch-size', kind: 'number' },
+  { field: 'aspectRatio', flag: '--aspect-ratio', kind: 'text' },
+  { field: 'resolution', flag: '--resolution', kind: 'text' },
+  { field: 'qrX', flag: '--qr-x', kind: 'number' },
+  { field: 'qrY', flag: '--qr-y', kind: 'number' },
+  { field: 'qrRatio', flag: '--qr-ratio', kind: 'number' },
+  { field: 'qrCodePartern', flag: '--pattern', kind: 'text' },
+  { field: 'preset', flag: '--preset', kind: 'text' },
+  { field: 'enhance', flag: '--enhance', kind: 'text' },
+];
+
+/** v1-v4 bodies call the prompt qrText and the steps qrSteps. */
+function fieldsFor(workflow: string): readonly BodyFlag[] {
+  if (!isWorkflowName(workflow) || catalogue[workflow].family === 'qr-v5') return BODY_FLAGS;
+  const rename: Record<string, string> = { prompt: 'qrText', steps: 'qrSteps' };
+  return BODY_FLAGS.map((f) => (rename[f.field] ? { ...f, field: rename[f.field]! } : f));
+}
+
+function fail(lines: string[], code = 2): number {
+  for (const line of lines) console.error(line);
+  return code;
+}
+
+/** `qr-art generate`: returns the exit status. */
+export async function generateCommand(argv: string[], config: GenerateConfig = {}): Promise<number> {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        ...Object.fromEntries(BODY_FLAGS.map((f) => [optionName(f), { type: 'string' as const }])),
+        workflow: { type: 'string', default: DEFAULT_WORKFLOW },
+        out: { type: 'string', default: '.' },
+        manifest: { type: 'string' },
+        provider: { type: 'string' },
+        'device-id': { type: 'string' },
+        threads: { type: 'string' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    return fail([(err as Error).message, 'see qr-art generate --help']);
+  }
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+
+  // Machine options.
+  const problems: string[] = [];
+  const workflow = String(values.workflow);
+  if (isWorkflowName(workflow) && catalogue[workflow].family === 'outpainting') problems.push(`--workflow: ${workflow} is not a QR workflow; generate makes QR art`);
+  const providerName = (values.provider as string | undefined) ?? config.EXECUTION_PROVIDER ?? 'cpu';
+  if (providerName !== 'cpu' && providerName !== 'cuda') problems.push(`--provider must be cpu or cuda, got '${providerName}'`);
+  const intFlag = (name: string, min: number): number | undefined => {
+    const raw = values[name];
+    if (raw === undefined) return undefined;
+    const n = Number(raw);
+    if (typeof raw !== 'string' || raw.trim() === '' || !Number.isInteger(n) || n < min) problems.push(`--${name} must be an integer >= ${min}, got '${String(raw)}'`);
+    return n;
+  };
+  const deviceId = intFlag('device-id', 0) ?? config.CUDA_DEVICE_ID ?? 0;
+  const threads = intFlag('threads', 1) ?? config.INFERENCE_THREADS;
+
+  // Body flags: those the workflow does not take are refused, not silently dropped.
+  const flags = fieldsFor(workflow);
+  if (isWorkflowName(workflow)) {
+    const accepted = new Set(Object.keys(requestSchemas[workflow].shape));
+    for (const f of flags) {
+      if (values[optionName(f)] !== undefined && !accepted.has(f.field)) problems.push(`${f.flag}: ${workflow} does not take ${f.field}`);
+    }
+  }
+  if (problems.length > 0) return fail(problems);
+  const allowPrivateUrls = config.ALLOW_PRIVATE_URLS ?? false;
+  const parsed = parseCreateBody({ workflow, ...bodyFromFlags(flags, values) }, { allowPrivateUrls });
+  if (!parsed.ok) return fail(flagMessages(parsed.issues, [...flags, { field: 'workflow', flag: '--workflow', kind: 'text' }]));
+
+  const executionProvider: ExecutionProvider = providerName === 'cuda' ? { provider: 'cuda', deviceId } : { provider: 'cpu' };
+  const manifestPath = (values.manifest as string | undefined) ?? config.MODELS_MANIFEST ?? DEFAULT_MANIFEST_PATH;
+  const logger = pino({ level: 'warn', base: undefined }, pino.destination(2));
+  const out = String(values.out);
+  let progress: ReturnType<typeof progressBar> | undefined;
+
+  let client: InferenceClient | undefined;
+  try {
+    client = await InferenceClient.start({ manifestPath, executionProvider, logger, ...(threads !== undefined ? { intraOpThreads: threads } : {}) });
+    const runner = new DiffusionRunner({
+      inference: client,
+      logger,
+      policy: { allowPrivate: allowPrivateUrls },
+      fetchLimits: {
+        ...(config.IMAGE_FETCH_TIMEOUT_MS !== undefined ? { totalTimeoutMs: config.IMAGE_FETCH_TIMEOUT_MS } : {}),
+        ...(config.IMAGE_MAX_BYTES !== undefined ? { maxBytes: config.IMAGE_MAX_BYTES } : {}),
+        ...(config.IMAGE_MAX_PIXELS !== undefined ? { maxPixels: config.IMAGE_MAX_PIXELS } : {}),
+      },
+    });
+    const { value } = parsed;
+    const job = { id: `cli-${Date.now()}`, userId: 'cli', workflow: value.workflow, input: value.input, imageCount: value.imageCount, createdAt: new Date().toISOString() };
+    progress = progressBar(process.stderr);
+    const run = await runner.runDetailed(job, { onProgress: progress.update });
+    progress.done();
+    if (run.outcome.kind === 'nsfw') return fail(['rejected: the NSFW check flagged the output; no files written'], 3);
+
+    await mkdir(out, { recursive: true });
+    const files: { path: string; isScannable: boolean }[] = [];
+    for (const [i, image] of run.outcome.images.entries()) {
+      const file = path.join(out, `${run.seed}-${i}.${image.extension}`);
+      await writeFile(file, image.data);
+      files.push({ path: file, isScannable: image.isScannable });
+    }
+    const timings = Object.fromEntries(Object.entries(run.timings).map(([k, v]) => [k, Math.round(v)]));
+    if (values.json) {
+      console.log(JSON.stringify({ workflow: value.workflow, seed: run.seed, width: run.width, height: run.height, provider: client.provider.provider, files, isScanables: files.map((f) => f.isScannable), timings }));
+    } else {
+      files.forEach((f, i) => console.log(`${f.path}  ${run.width}x${run.height}  seed ${imageSeed(run.seed, i)}  scannable: ${f.isScannable ? 'yes' : 'no'}`));
+      console.log(`isScanables: ${JSON.stringify(files.map((f) => f.isScannable))}`);
+      console.log(`timings (ms, ${client.provider.provider}): ${Object.entries(timings).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    }
+    return 0;
+  } catch (err) {
+    progress?.done();
+    if (err instanceof JobInputError) return fail([`${err.code}: ${err.message}`]);
+    return fail([`generate failed: ${(err as Error).message}`], 1);
+  } finally {
+    await client?.close();
+  }
+}
+
+/** A bar redrawn in place on a terminal; one plain line per step otherwise (logs, CI). */
+function progressBar(stream: NodeJS.WriteStream): { update: (step: number, total: number) => void; done: () => void } {
+  const started = performance.now();
+  let drawn = false;
+  const width = 30;
+  return {
+    update(step, total) {
+      const secs = ((performance.now() - started) / 1000).toFixed(1);
+      if (stream.isTTY) {
+        const filled = Math.round((step / total) * width);
+        stream.write(`\r[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${step}/${total} ${secs}s`);
+        drawn = true;
+      } else {
+        stream.write(`step ${step}/${total} ${secs}s\n`);
+      }
+    },
+    done() {
+      if (drawn) stream.write('\n');
+      drawn = false;
+    },
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * `qr-art generate` in-process on the demo models: files named <seed>-<i>.png at the requested
+ * size, isScanables and timings printed, progress on stderr, and flags refused with exit 2 and
+ * the flag's name (checked by the API's own validator).
+ */
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { generateCommand } from '../../src/cli/generate.ts';
+
+describe('qr-art generate', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'qr-generate-'));
+  });
+  afterAll(async () => rm(dir, { recursive: true, force: true }));
+
+  const run = async (args: string[]) => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const log = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void out.push(String(line)));
+    const error = vi.spyOn(console, 'error').mockImplementation((line: unknown) => void err.push(String(line)));
+    const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => (err.push(String(chunk)), true));
+    try {
+      return { code: await generateCommand(args), out: out.join('\n'), err: err.join('') };
+    } finally {
+      log.mockRestore();
+      error.mockRestore();
+      write.mockRestore();
+    }
+  };
+
+  it('writes <seed>-<i>.png at the output size and prints isScanables, timings and progress', async () => {
+    const out = path.join(dir, 'batch');
+    const result = await run(['--prompt', 'a blue koi pond', '--qr-content', 'https://example.com', '--steps', '10', '--seed', '42', '--batch-size', '2', '--out', out, '--threads', '1']);
+    expect(result.code, result.err).toBe(0);
+    expect((await readdir(out)).sort()).toEqual(['42-0.png', '42-1.png']);
+    for (const file of ['42-0.png', '42-1.png']) expect(await sharp(path.join(out, file)).metadata()).toMatchObject({ format: 'png', width: 768, height: 768 });
+    expect(result.out).toContain(`${path.join(out, '42-1.png')}  768x768  seed 43  scannable: yes`);
+    expect(result.out).toMatch(/isScanables: \[true,true\]/);
+    expect(result.out).toMatch(/timings \(ms, cpu\): control_image \d+, .*controlnet \d+, unet \d+, .*scan \d+, png \d+, total \d+/);
+    // Not a terminal here: one plain progress line per step.
+    expect(result.err).toContain('step 1/10');
+    expect(result.err).toContain('step 10/10');
+  });
+
+  it('--json, v5s at 9:16', async () => {
+    const out = path.join(dir, 'json');
+    const result = await run(['--workflow', 'generate_qr_art_v5s', '--prompt', 'a red lantern', '--qr-content', 'hello', '--steps', '4', '--seed', '5', '--aspect-ratio', '9:16', '--out', out, '--threads', '1', '--json']);
+    expect(result.code, result.err).toBe(0);
+    const summary = JSON.parse(result.out);
+    expect(summary).toMatchObject({ workflow: 'generate_qr_art_v5s', seed: 5, width: 576, height: 1024, provider: 'cpu', files: [{ path: path.join(out, '5-0.png') }] });
+    expect(summary.isScanables).toEqual([summary.files[0].isScannable]);
+    expect(summary.timings.total).toBeGreaterThan(0);
+    expect(await sharp(path.join(out, '5-0.png')).metadata()).toMatchObject({ width: 576, height: 1024 });
+  });
+
+  it('refuses bad flags with exit 2, naming each flag, and writes nothing', async () => {
+    const out = path.join(dir, 'bad');
+    const bad = await run(['--prompt', 'x', '--qr-content', 'y', '--steps', '3', '--cfg', '50', '--pattern', 'zz', '--qr-ratio', 'wide', '--out', out]);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/--steps must be at least 10/);
+    expect(bad.err).toMatch(/--cfg must be at most 20/);
+    expect(bad.err).toMatch(/--pattern must be one of: s1/);
+    expect(bad.err).toContain('--qr-ratio');
+    expect(bad.err).not.toMatch(/qrRatio|qrCodePartern/);
+
+    const missing = await run(['--qr-content', 'y', '--out', out]);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toContain('--prompt is required');
+
+    const unknown = await run(['--prompt', 'x', '--qr-content', 'y', '--bogus', '1']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toContain('--bogus');
+
+    const machine = await run(['--prompt', 'x', '--qr-content', 'y', '--provider', 'tpu', '--device-id=x', '--workflow', 'generate_qr_art_v4', '--cfg', '3']);
+    expect(machine.code).toBe(2);
+    expect(machine.err).toContain('--provider must be cpu or cuda');
+    expect(machine.err).toContain("--device-id must be an integer >= 0, got 'x'");
+    expect(machine.err).toContain('--cfg: generate_qr_art_v4 does not take cfg');
+
+    const workflow = await run(['--workflow', 'outpainting', '--prompt', 'x']);
+    expect(workflow.code).toBe(2);
+    expect(workflow.err).toContain('--workflow');
+    await expect(readdir(out)).rejects.toThrow();
+  });
+
+  it('a missing manifest is a failure (exit 1) that names the file', async () => {
+    const result = await run(['--prompt', 'x', '--qr-content', 'y', '--manifest', path.join(dir, 'nope.json'), '--out', dir]);
+    expect(result.code).toBe(1);
+    expect(result.err).toMatch(/nope\.json: cannot read the model manifest/);
+  });
+});
