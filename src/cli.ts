@@ -4,6 +4,8 @@ import { createLogger, type Logger } from './logger.ts';
 import { startApiService } from './runtime/api-service.ts';
 import { NatsServerMissingError, startLocalNats, type LocalNats } from './runtime/local-nats.ts';
 import { startWorkerService } from './runtime/worker-service.ts';
+import { ManifestError } from './pipeline/manifest.ts';
+import { InferenceInitError } from './worker/inference-client.ts';
 
 const USAGE = `qr-art <command>
 
@@ -13,6 +15,7 @@ Commands:
   worker    a worker daemon pulling jobs (needs NATS_URL)
   keys      manage users, API keys and credits (qr-art keys --help)
   qr        qr render: write a v5 control image to preview a layout (qr-art qr --help)
+  generate  one QR art generation on this machine, no server (qr-art generate --help)
 
 Configuration is read from the environment: see README.md.`;
 
@@ -30,6 +33,10 @@ export async function main(argv: string[]): Promise<number> {
         const { keysCommand } = await import('./cli/keys.ts');
         return await keysCommand(rest, loadConfig());
       }
+      case 'generate': {
+        const { generateCommand } = await import('./cli/generate.ts');
+        return await generateCommand(rest, loadConfig());
+      }
       case 'qr': {
         const { qrCommand } = await import('./cli/qr-render.ts');
         return await qrCommand(rest);
@@ -45,7 +52,7 @@ export async function main(argv: string[]): Promise<number> {
         return 1;
     }
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof NatsServerMissingError) {
+    if (error instanceof ConfigError || error instanceof NatsServerMissingError || error instanceof ManifestError || error instanceof InferenceInitError) {
       console.error(error.message);
       return 1;
     }

@@ -40,6 +40,15 @@ export const ConfigSchema = z.object({
   IMAGE_FETCH_TIMEOUT_MS: milliseconds.default(DEFAULT_IMAGE_FETCH_LIMITS.totalTimeoutMs),
   IMAGE_MAX_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_IMAGE_FETCH_LIMITS.maxBytes),
   IMAGE_MAX_PIXELS: z.coerce.number().int().min(1).default(DEFAULT_IMAGE_FETCH_LIMITS.maxPixels),
+  /** Model manifest for the worker and `generate`; unset = this package's models/manifest.json (demo graphs). */
+  MODELS_MANIFEST: z.string().optional(),
+  /** ONNX Runtime execution provider; cuda falls back to cpu with a warning when it cannot start. */
+  EXECUTION_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu'),
+  CUDA_DEVICE_ID: z.coerce.number().int().min(0).default(0),
+  /** CPU threads per ONNX Runtime session; unset = all cores. */
+  INFERENCE_THREADS: z.coerce.number().int().min(1).optional(),
+  /** diffusion: the model pipeline; control-image: return the control image itself (no models; fast, for tests and layout checks). */
+  WORKER_PIPELINE: z.enum(['diffusion', 'control-image']).default('diffusion'),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -8,7 +8,7 @@ import { QrLayoutError } from '../qr/layout.ts';
 import { decodeAny, scanCheck } from '../qr/scan.ts';
 import type { JobMessage } from '../queue/schemas.ts';
 import { isWorkflowName } from '../workflows/catalogue.ts';
-import { controlPlanFor } from '../workflows/control.ts';
+import { controlPlanFor, type ControlPlan } from '../workflows/control.ts';
 import { JobInputError, type JobRunner, type RenderedImage, type RunOutcome } from './runner.ts';
 
 /** Share of the canvas side a client's QR image is fitted into, leaving a light margin around it. */
@@ -34,55 +34,67 @@ export class ControlImageRunner implements JobRunner {
   async run(job: JobMessage, signal: AbortSignal): Promise<RunOutcome> {
     if (!isWorkflowName(job.workflow)) throw new JobInputError(`unknown workflow ${job.workflow}`);
     const plan = controlPlanFor(job.workflow, job.input);
-    let image: RawImage;
-    let expected: string;
-    let codeSide: number;
-    switch (plan.kind) {
-      case 'none':
-        throw new JobInputError(`${job.workflow} needs the diffusion pipeline, which this worker does not have yet`, 'workflow_unavailable');
-      case 'client-image': {
-        const client = await this.clientCode(plan.url, signal);
-        codeSide = Math.round(CLIENT_IMAGE_RATIO * Math.min(plan.canvas.width, plan.canvas.height));
-        image = await letterbox(client.image, plan.canvas, codeSide);
-        expected = client.text;
-        break;
-      }
-      case 'content': {
-        try {
-          const control = renderControlImage(plan);
-          image = control.image;
-          codeSide = control.layout.codePixels;
-        } catch (error) {
-          if (error instanceof QrContentTooLongError || error instanceof QrLayoutError) throw new JobInputError(error.message);
-          throw error;
-        }
-        expected = plan.content;
-        break;
-      }
+    if (plan.kind === 'none') {
+      throw new JobInputError(`${job.workflow} needs the diffusion pipeline, which this worker does not have yet`, 'workflow_unavailable');
     }
+    const { image, expected, codeSide } = await jobControlImage(plan, this.options, signal);
     const png = await encodePng(image);
     const { scannable } = await scanCheck(image, expected, { codeSide });
     const images: RenderedImage[] = Array.from({ length: job.imageCount }, () => ({ data: png, extension: 'png', isScannable: scannable }));
     return { kind: 'images', images };
   }
+}
 
-  /** Fetches qrImage and reads its code; anything wrong with it fails the prediction (refunded). */
-  private async clientCode(url: string, signal: AbortSignal): Promise<{ image: RawImage; text: string }> {
-    const limits = { ...DEFAULT_IMAGE_FETCH_LIMITS, ...this.options.fetchLimits };
-    let image: RawImage;
-    try {
-      const fetched = await fetchImage(url, { ...limits, policy: this.options.policy, signal });
-      image = await decodeImage(fetched.bytes, { maxPixels: limits.maxPixels, channels: 3 });
-    } catch (error) {
-      if (isImageFetchError(error) || isImageDecodeError(error)) throw new JobInputError(`qrImage ${error.message}`, 'invalid_qr_image');
-      throw error;
-    }
-    const decoded = await decodeAny(image);
-    if (!decoded) {
-      throw new JobInputError('qrImage is not a readable QR code: no decoder found a code in it; send a sharp black-and-white QR code image', 'unreadable_qr_image');
-    }
-    return { image, text: decoded.text };
+export interface JobControlImage {
+  readonly image: RawImage;
+  /** The text isScanables checks against: qrContent, or what was read from qrImage. */
+  readonly expected: string;
+  /** Side of the code in the image, in pixels: the scan check's scale hint. */
+  readonly codeSide: number;
+}
+
+/** The control image of a QR job; input problems become JobInputErrors (failed, refunded). */
+export async function jobControlImage(
+  plan: Exclude<ControlPlan, { kind: 'none' }>,
+  options: ControlImageRunnerOptions,
+  signal: AbortSignal,
+): Promise<JobControlImage> {
+  if (plan.kind === 'client-image') return clientControlImage(plan.url, plan.canvas, options, signal);
+  try {
+    const control = renderControlImage(plan);
+    return { image: control.image, expected: plan.content, codeSide: control.layout.codePixels };
+  } catch (error) {
+    if (error instanceof QrContentTooLongError || error instanceof QrLayoutError) throw new JobInputError(error.message);
+    throw error;
   }
+}
+
+/**
+ * v1-v3b: the client's code, fetched and read, letterboxed into the centred square of the
+ * canvas; the text read is what isScanables checks against. Anything wrong with the image
+ * fails the prediction (refunded).
+ */
+export async function clientControlImage(
+  url: string,
+  canvas: { width: number; height: number },
+  options: ControlImageRunnerOptions,
+  signal: AbortSignal,
+): Promise<JobControlImage> {
+  const limits = { ...DEFAULT_IMAGE_FETCH_LIMITS, ...options.fetchLimits };
+  let client: RawImage;
+  try {
+    const fetched = await fetchImage(url, { ...limits, policy: options.policy, signal });
+    client = await decodeImage(fetched.bytes, { maxPixels: limits.maxPixels, channels: 3 });
+  } catch (error) {
+    if (isImageFetchError(error) || isImageDecodeError(error)) throw new JobInputError(`qrImage ${error.message}`, 'invalid_qr_image');
+    throw error;
+  }
+  const decoded = await decodeAny(client);
+  if (!decoded) {
+    throw new JobInputError('qrImage is not a readable QR code: no decoder found a code in it; send a sharp black-and-white QR code image', 'unreadable_qr_image');
+  }
+  const codeSide = Math.round(CLIENT_IMAGE_RATIO * Math.min(canvas.width, canvas.height));
+  return { image: await letterbox(client, canvas, codeSide), expected: decoded.text, codeSide };
 }
 
 /** The client's image fitted (aspect kept) into a centred square of `side` px on a white canvas. */

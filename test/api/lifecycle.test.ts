@@ -6,7 +6,7 @@ const KEY = 'key-alice-0123456789abcdef0123456789';
 describe('a prediction from create to executed', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack({ worker: true, env: { API_KEYS: `alice:${KEY}:100` } });
+    stack = await startTestStack({ worker: true, env: { API_KEYS: `alice:${KEY}:100`, WORKER_PIPELINE: 'control-image' } });
   });
   afterAll(async () => stack?.stop());
 

@@ -15,12 +15,12 @@ import { minimalBody } from '../workflows/helpers.ts';
 
 const KEY = 'key-worker-0123456789abcdef0123456789a';
 
-describe('with the real worker', () => {
+describe('with the control-image pipeline (the QR layer end to end, no models)', () => {
   let stack: TestStack;
   let images: ImageServer;
   beforeAll(async () => {
     images = await serveImages();
-    stack = await startTestStack({ worker: true, env: { API_KEYS: `wes:${KEY}:100` } });
+    stack = await startTestStack({ worker: true, env: { API_KEYS: `wes:${KEY}:100`, WORKER_PIPELINE: 'control-image' } });
   });
   afterAll(async () => {
     await stack?.stop();
@@ -75,7 +75,7 @@ describe('QR Art v1-v3b: the client brings the code as an image URL', () => {
   let images: ImageServer;
   beforeAll(async () => {
     images = await serveImages();
-    stack = await startTestStack({ worker: true, env: { API_KEYS: `wes:${KEY}:100`, IMAGE_FETCH_TIMEOUT_MS: '1500' } });
+    stack = await startTestStack({ worker: true, env: { API_KEYS: `wes:${KEY}:100`, IMAGE_FETCH_TIMEOUT_MS: '1500', WORKER_PIPELINE: 'control-image' } });
   });
   afterAll(async () => {
     await stack?.stop();
@@ -149,6 +149,43 @@ async function serveImages(): Promise<ImageServer> {
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
 }
+
+describe('with the diffusion pipeline on the demo models', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack({ worker: true, env: { API_KEYS: `wes:${KEY}:100` } });
+  });
+  afterAll(async () => stack?.stop());
+
+  const run = async (body: Record<string, unknown>) => {
+    const before = await balanceOf(stack.api.db, 'wes');
+    const created = await stack.call('POST', '/v1/predictions/queue', { key: KEY, body });
+    expect(created.status).toBe(200);
+    const done = await waitFor(async () => {
+      const got = await stack.call('GET', `/v1/predictions/${created.body.data.id}`, { key: KEY });
+      return got.body.data.status === 'executed' || got.body.data.status === 'failed' ? got.body.data : undefined;
+    }, 60_000);
+    return { done, balanceChange: (await balanceOf(stack.api.db, 'wes')) - before };
+  };
+
+  it('generates a v5 batch of 2 at exactly 1024x576, with one scan verdict per image', async () => {
+    const { done } = await run({ workflow: 'generate_qr_art_v5s', prompt: 'a blue and orange harbour', qrContent: 'https://example.com/art', batchSize: 2, aspectRatio: '16:9', seed: 7 });
+    expect(done.status).toBe('executed');
+    expect(done.isScanables).toHaveLength(2);
+    for (const verdict of done.isScanables) expect(typeof verdict).toBe('boolean');
+    const pngs = await Promise.all(
+      (done.output.images as string[]).map(async (url) => Buffer.from(await (await fetch(`${stack.baseUrl}${new URL(url).pathname}`)).arrayBuffer())),
+    );
+    for (const png of pngs) expect(await sharp(png).metadata()).toMatchObject({ format: 'png', width: 1024, height: 576 });
+    expect(pngs[0]!.equals(pngs[1]!)).toBe(false); // seed and seed+1
+  });
+
+  it('rejects an image the NSFW checker flags: failed, NSFW output, charge kept', async () => {
+    const { done, balanceChange } = await run({ workflow: 'generate_qr_art_v5s', prompt: 'nsfwdemo', qrContent: 'https://example.com/nsfw' });
+    expect(done).toMatchObject({ status: 'failed', refunded: false, output: 'NSFW contents detected!', error: { code: 'nsfw_content' } });
+    expect(balanceChange).toBe(-Math.round(done.credits * 100));
+  });
+});
 
 describe('a job that no worker finishes', () => {
   let stack: TestStack;

@@ -1,0 +1,174 @@
+/**
+ * The diffusion job runner: a QR job in, artistic images that are scan-checked out.
+ *
+ *   control image   v4/v5: the content's code drawn where the request puts it (renderControlImage);
+ *                   v1-v3b: the client's qrImage fetched, read and letterboxed (clientControlImage)
+ *   settings        the manifest's defaults for the workflow (v5/v5s: for its model), overridden
+ *                   by the request's own fields (see settingsFor)
+ *   generation      in the inference thread (InferenceClient): txt2img + ControlNet, enhance=face,
+ *                   NSFW flags; the main thread keeps heartbeating meanwhile
+ *   NSFW            any flagged image rejects the whole job ({ kind: 'nsfw' })
+ *   isScanables     scanCheck of each image against the expected text
+ *   files           PNG
+ *
+ * Outpainting is not served yet (workflow_unavailable, refunded).
+ */
+import type { Logger } from 'pino';
+import { encodePng } from '../image/decode.ts';
+import type { ImageFetchLimits } from '../image/fetch.ts';
+import type { OutboundPolicy } from '../net/safe-url.ts';
+import { resolveWorkflow, type ManifestData } from '../pipeline/manifest.ts';
+import { scanCheck } from '../qr/scan.ts';
+import type { JobMessage } from '../queue/schemas.ts';
+import { catalogue, isWorkflowName, type V5Model } from '../workflows/catalogue.ts';
+import { controlPlanFor } from '../workflows/control.ts';
+import type { QrWorkflowName } from '../workflows/names.ts';
+import type { PresetName } from '../workflows/presets.ts';
+import { jobControlImage } from './control-image-runner.ts';
+import { InferenceRunError, type InferenceClient, type InferencePlan, type InferenceResult, type ProgressListener } from './inference-client.ts';
+import { JobInputError, type JobRunner, type RenderedImage, type RunOutcome } from './runner.ts';
+
+export interface DiffusionRunnerOptions {
+  /** A started client (its manifest gives the defaults). */
+  readonly inference: InferenceClient;
+  readonly logger: Logger;
+  /** Outbound rules and limits for qrImage fetches (v1-v3b). */
+  readonly policy: OutboundPolicy;
+  readonly fetchLimits?: Partial<ImageFetchLimits>;
+}
+
+/** The generation settings of a job: everything of InferencePlan but the control image and size. */
+export type JobSettings = Omit<InferencePlan, 'control' | 'width' | 'height'>;
+
+export interface DetailedRun {
+  readonly outcome: RunOutcome;
+  /** Milliseconds per stage: control image, the thread's stages, scan, png, total. */
+  readonly timings: Record<string, number>;
+  /** The seed of image 0 (image i used seed + i). */
+  readonly seed: number;
+  readonly width: number;
+  readonly height: number;
+}
+
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/**
+ * Manifest defaults (steps, guidance, scheduler, control window) overridden by the request:
+ * v5/v5s: prompt, negativePrompt, seed, steps, cfg, qrStrength, preset, model, enhance;
+ * v4 family: qrText is the prompt, qrSteps the steps (v4 has none: the manifest's);
+ * v1-v3b: qrText is the prompt, qrSteps the steps, one image.
+ * The input has passed parseCreateBody, so present fields are in range.
+ */
+export function settingsFor(manifest: ManifestData, workflow: QrWorkflowName, input: Readonly<Record<string, unknown>>, imageCount: number): JobSettings {
+  const entry = catalogue[workflow];
+  if (entry.family === 'outpainting') throw new JobInputError(`${workflow} is not a QR workflow`, 'workflow_unavailable');
+  const v5Model = entry.family === 'qr-v5' ? (str(input.model) as V5Model | undefined) ?? entry.enumDefaults.model : undefined;
+  const resolved = resolveWorkflow(manifest, workflow, v5Model);
+  const { settings } = resolved;
+  const seed = num(input.seed);
+  if (seed === undefined) throw new JobInputError('the job has no seed (the API resolves one at creation)');
+  const common = {
+    workflow,
+    seed,
+    scheduler: resolved.scheduler,
+    controlStart: settings.controlStart,
+    controlEnd: settings.controlEnd,
+    ...(str(input.negativePrompt) ? { negativePrompt: str(input.negativePrompt)! } : {}),
+  };
+  if (entry.family === 'qr-v5') {
+    return {
+      ...common,
+      v5Model: v5Model!,
+      prompt: str(input.prompt) ?? '',
+      ...(str(input.preset) ? { preset: str(input.preset) as PresetName } : {}),
+      batchSize: imageCount,
+      steps: num(input.steps) ?? settings.steps,
+      guidance: num(input.cfg) ?? settings.guidance,
+      controlScale: num(input.qrStrength) ?? entry.params.qrStrength.default,
+      enhanceFace: input.enhance === 'face',
+    };
+  }
+  return {
+    ...common,
+    prompt: str(input.qrText) ?? '',
+    batchSize: entry.family === 'qr-image' ? 1 : imageCount,
+    steps: num(input.qrSteps) ?? settings.steps,
+    guidance: settings.guidance,
+    controlScale: num(input.qrStrength) ?? entry.params.qrStrength.default,
+  };
+}
+
+export class DiffusionRunner implements JobRunner {
+  readonly name = 'diffusion';
+
+  constructor(private readonly options: DiffusionRunnerOptions) {}
+
+  async run(job: JobMessage, signal: AbortSignal): Promise<RunOutcome> {
+    return (await this.runDetailed(job, { signal })).outcome;
+  }
+
+  /** run() with stage timings and a per-step progress callback (the CLI draws its bar from it). */
+  async runDetailed(job: JobMessage, options: { signal?: AbortSignal; onProgress?: ProgressListener } = {}): Promise<DetailedRun> {
+    const { signal } = options;
+    const t0 = performance.now();
+    const timings: Record<string, number> = {};
+    const log = this.options.logger.child({ predictionId: job.id, workflow: job.workflow });
+    if (!isWorkflowName(job.workflow)) throw new JobInputError(`unknown workflow ${job.workflow}`);
+    const plan = controlPlanFor(job.workflow, job.input);
+    if (plan.kind === 'none' || job.workflow === 'outpainting') {
+      throw new JobInputError(`${job.workflow} is not served by this worker yet`, 'workflow_unavailable');
+    }
+    const settings = settingsFor(this.options.inference.manifest, job.workflow, job.input, job.imageCount);
+
+    const fetchOptions = { policy: this.options.policy, ...(this.options.fetchLimits ? { fetchLimits: this.options.fetchLimits } : {}) };
+    const { image: control, expected, codeSide } = await jobControlImage(plan, fetchOptions, signal ?? new AbortController().signal);
+    timings.control_image = performance.now() - t0;
+    const { width, height } = plan.canvas;
+
+    const i0 = performance.now();
+    let result: InferenceResult;
+    try {
+      result = await this.options.inference.run(
+        { ...settings, control, width, height },
+        {
+          ...(signal ? { signal } : {}),
+          onProgress: (step, total) => {
+            log.debug({ step, total }, 'generation step');
+            options.onProgress?.(step, total);
+          },
+        },
+      );
+    } catch (error) {
+      // The pipeline's range checks refuse the request itself: retrying cannot help.
+      if (error instanceof InferenceRunError && error.causeName === 'RangeError') throw new JobInputError(error.message);
+      throw error;
+    }
+    Object.assign(timings, result.timings);
+    // The whole round trip to the thread (waiting behind another job included).
+    timings.inference = performance.now() - i0;
+    delete timings.total;
+
+    if (result.nsfw.some(Boolean)) {
+      log.info({ flags: result.nsfw }, 'generation flagged as NSFW');
+      timings.total = performance.now() - t0;
+      return { outcome: { kind: 'nsfw' }, timings, seed: settings.seed, width, height };
+    }
+
+    const s0 = performance.now();
+    const scannable: boolean[] = [];
+    for (const image of result.images) scannable.push((await scanCheck(image, expected, codeSide !== undefined ? { codeSide } : {})).scannable);
+    timings.scan = performance.now() - s0;
+    const p0 = performance.now();
+    const pngs = await Promise.all(result.images.map((image) => encodePng(image)));
+    timings.png = performance.now() - p0;
+    timings.total = performance.now() - t0;
+    const images: RenderedImage[] = pngs.map((data, i) => ({ data, extension: 'png', isScannable: scannable[i]! }));
+    log.info({ isScanables: scannable, ms: roundAll(timings) }, 'generation done');
+    return { outcome: { kind: 'images', images }, timings, seed: settings.seed, width, height };
+  }
+}
+
+function roundAll(timings: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(timings).map(([k, v]) => [k, Math.round(v)]));
+}

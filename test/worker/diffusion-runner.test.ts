@@ -1,0 +1,264 @@
+/**
+ * The diffusion runner on the demo graphs (CPU, one ONNX thread), with inference in its worker
+ * thread: exact sizes, deterministic bytes, isScanables against ZBar and OpenCV, the NSFW rejection, the
+ * main thread staying free during a generation, abort, a thread crash and recovery, the face
+ * pass, v1 client images, and the manifest-default / request-field mapping.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodePng } from '../../src/image/decode.ts';
+import type { RawImage } from '../../src/image/raw.ts';
+import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
+import type { JobMessage } from '../../src/queue/schemas.ts';
+import { DiffusionRunner, settingsFor } from '../../src/worker/diffusion-runner.ts';
+import { faceSquare } from '../../src/worker/inference-thread.ts';
+import { DEFAULT_MANIFEST_PATH, InferenceClient, InferenceCrashError, InferenceRunError, type InferencePlan } from '../../src/worker/inference-client.ts';
+import { JobInputError, type RenderedImage, type RunOutcome } from '../../src/worker/runner.ts';
+import { parseCreateBody } from '../../src/workflows/validate.ts';
+import { opencvDecode, zbarDecode } from '../helpers/independent-decoders.ts';
+
+const CONTENT = 'https://example.com/koi';
+
+let client: InferenceClient;
+let runner: DiffusionRunner;
+
+beforeAll(async () => {
+  client = await InferenceClient.start({
+    manifestPath: DEFAULT_MANIFEST_PATH,
+    executionProvider: { provider: 'cpu' },
+    logger: pino({ level: 'silent' }),
+    intraOpThreads: 1,
+  });
+  runner = new DiffusionRunner({ inference: client, logger: pino({ level: 'silent' }), policy: { allowPrivate: true } });
+});
+
+afterAll(async () => {
+  await client?.close();
+});
+
+/** A job as the API would queue it: the body through parseCreateBody. */
+function job(body: Record<string, unknown>): JobMessage {
+  const parsed = parseCreateBody(body, { allowPrivateUrls: true });
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
+  const { workflow, input, imageCount } = parsed.value;
+  return { id: `p-${Math.random().toString(36).slice(2)}`, userId: 'u', workflow, input, imageCount, createdAt: new Date().toISOString() };
+}
+
+const v5 = (over: Record<string, unknown> = {}): JobMessage =>
+  job({ workflow: 'generate_qr_art_v5', prompt: 'a blue koi pond', qrContent: CONTENT, steps: 10, seed: 7, ...over });
+
+function images(outcome: RunOutcome): RenderedImage[] {
+  if (outcome.kind !== 'images') throw new Error(`expected images, got ${outcome.kind}`);
+  return outcome.images;
+}
+
+async function raw(png: Uint8Array): Promise<RawImage> {
+  const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+  return { data, width: info.width, height: info.height, channels: info.channels as 3 };
+}
+
+/**
+ * Decoders we did not write (ZBar, then OpenCV) over a ladder of sizes and a light blur, as the
+ * scan check does with its own: artistic codes read at some samplings only. True when one reads
+ * exactly `expected` (any other text: false).
+ */
+async function refereeReads(png: Uint8Array, expected: string): Promise<boolean> {
+  const { width } = await sharp(png).metadata();
+  for (const decode of [zbarDecode, opencvDecode]) {
+    for (const side of [width!, 600, 400, 300, 240]) {
+      for (const blur of [false, true]) {
+        let pipeline = sharp(png).resize(side);
+        if (blur) pipeline = pipeline.blur(1);
+        const texts = await decode(await raw(await pipeline.png().toBuffer()));
+        if (texts.length > 0) return texts.every((t) => t === expected);
+      }
+    }
+  }
+  return false;
+}
+
+const signal = (): AbortSignal => new AbortController().signal;
+
+describe('DiffusionRunner on the demo models', () => {
+  let first: RenderedImage[];
+
+  it('v5: exact size, deterministic bytes, image i of a batch is seed + i', async () => {
+    first = images(await runner.run(v5({ batchSize: 2 }), signal()));
+    expect(first).toHaveLength(2);
+    for (const image of first) {
+      expect(image.extension).toBe('png');
+      expect(await sharp(image.data).metadata()).toMatchObject({ format: 'png', width: 768, height: 768 });
+    }
+    const again = images(await runner.run(v5(), signal()));
+    expect(Buffer.from(again[0]!.data).equals(Buffer.from(first[0]!.data))).toBe(true);
+    expect(Buffer.from(first[1]!.data).equals(Buffer.from(first[0]!.data))).toBe(false);
+    const wide = images(await runner.run(v5({ aspectRatio: '16:9' }), signal()));
+    expect(await sharp(wide[0]!.data).metadata()).toMatchObject({ width: 1024, height: 576 });
+  });
+
+  it('isScanables agrees with ZBar / OpenCV: true at qrStrength 1.3, false with the control off', async () => {
+    for (const image of first) {
+      expect(image.isScannable).toBe(true);
+      expect(await refereeReads(image.data, CONTENT)).toBe(true);
+    }
+    const [plain] = images(await runner.run(v5({ qrStrength: 0 }), signal()));
+    expect(plain!.isScannable).toBe(false);
+    expect(await refereeReads(plain!.data, CONTENT)).toBe(false);
+  });
+
+  it('an NSFW-flagged generation is rejected as a whole', async () => {
+    expect(await runner.run(v5({ prompt: 'a nsfwdemo picture', batchSize: 2 }), signal())).toEqual({ kind: 'nsfw' });
+  });
+
+  it('the main thread keeps ticking while the thread generates (heartbeats, health checks)', async () => {
+    let last = performance.now();
+    let maxGap = 0;
+    let ticks = 0;
+    const timer = setInterval(() => {
+      const now = performance.now();
+      maxGap = Math.max(maxGap, now - last);
+      last = now;
+      ticks++;
+    }, 10);
+    const started = performance.now();
+    const steps: number[] = [];
+    try {
+      await client.run(plan(), { onProgress: (step) => steps.push(step) });
+    } finally {
+      clearInterval(timer);
+    }
+    const ms = performance.now() - started;
+    expect(steps).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    // Run on the main thread, the same generation ticks ~12% of the time with 200 ms gaps.
+    expect(maxGap).toBeLessThan(150);
+    expect(ticks).toBeGreaterThan((ms / 10) * 0.3);
+  });
+
+  it('abort rejects at once; the thread stops at the next step and serves the next job', async () => {
+    const controller = new AbortController();
+    let abortedAt = 0;
+    const run = client.run(plan({ steps: 30 }), {
+      signal: controller.signal,
+      onProgress: (step) => {
+        if (step === 2) {
+          abortedAt = performance.now();
+          controller.abort(new Error('job cancelled'));
+        }
+      },
+    });
+    await expect(run).rejects.toThrow('job cancelled');
+    expect(performance.now() - abortedAt).toBeLessThan(50);
+    await expect(client.run(plan(), { signal: AbortSignal.abort(new Error('already')) })).rejects.toThrow('already');
+    const next = await client.run(plan({ steps: 4 }));
+    expect(next.images).toHaveLength(1);
+    // The 28 steps left of the aborted run (~3 s here) were not run before the next job.
+    expect(performance.now() - abortedAt).toBeLessThan(2500);
+  });
+
+  it('a request the pipeline refuses fails with its reason; the thread carries on', async () => {
+    const error = await client.run(plan({ steps: 0 })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InferenceRunError);
+    expect(error).toMatchObject({ causeName: 'RangeError', message: expect.stringContaining('steps must be an integer') });
+    expect((await client.run(plan({ steps: 4 }))).images).toHaveLength(1);
+  });
+
+  it('requests queue one at a time on the thread', async () => {
+    const seen: string[] = [];
+    const [a, b] = await Promise.all([
+      client.run(plan({ steps: 4, seed: 1 }), { onProgress: (s) => seen.push(`a${s}`) }),
+      client.run(plan({ steps: 4, seed: 2 }), { onProgress: (s) => seen.push(`b${s}`) }),
+    ]);
+    expect(seen).toEqual(['a1', 'a2', 'a3', 'a4', 'b1', 'b2', 'b3', 'b4']);
+    expect(Buffer.from(a.images[0]!.data).equals(Buffer.from(b.images[0]!.data))).toBe(false);
+  });
+
+  it('a thread that dies mid-generation fails that job clearly; a fresh thread runs the next one identically', async () => {
+    const crashed = client.run(plan(), { onProgress: (step) => step === 1 && client.crashForDrill() });
+    await expect(crashed).rejects.toThrow(InferenceCrashError);
+    await expect(crashed).rejects.toThrow(/inference thread died during a generation \(exit code 70\)/);
+    const [image] = images(await runner.run(v5(), signal()));
+    expect(Buffer.from(image!.data).equals(Buffer.from(first[0]!.data))).toBe(true);
+  });
+
+  it('enhance=face refines the centred square only, deterministically', async () => {
+    const [plainPng] = images(await runner.run(v5(), signal()));
+    const [facePng] = images(await runner.run(v5({ enhance: 'face' }), signal()));
+    const plain = await raw(plainPng!.data);
+    const face = await raw(facePng!.data);
+    const sq = faceSquare(768, 768);
+    let inside = 0;
+    let outside = 0;
+    for (let y = 0; y < 768; y++) {
+      for (let x = 0; x < 768; x++) {
+        const i = (y * 768 + x) * 3;
+        const differs = plain.data[i] !== face.data[i] || plain.data[i + 1] !== face.data[i + 1] || plain.data[i + 2] !== face.data[i + 2];
+        const within = x >= sq.x && x < sq.x + sq.side && y >= sq.y && y < sq.y + sq.side;
+        if (differs && within) inside++;
+        if (differs && !within) outside++;
+      }
+    }
+    expect(outside).toBe(0);
+    expect(inside).toBeGreaterThan(sq.side * sq.side * 0.2);
+    expect(facePng!.isScannable).toBe(await refereeReads(facePng!.data, CONTENT));
+    const [again] = images(await runner.run(v5({ enhance: 'face' }), signal()));
+    expect(Buffer.from(again!.data).equals(Buffer.from(facePng!.data))).toBe(true);
+  });
+
+  it('v1: the client qrImage is fetched, letterboxed and generated over; isScanables agrees with the referees', async () => {
+    const canvas = { width: 400, height: 400 };
+    const code = renderControlImage({ content: 'V1-CODE', pattern: 's1', canvas, placement: placementFor(canvas, 1), background: 'white', errorCorrectionLevel: 'H' });
+    const png = await encodePng(code.image);
+    const server = http.createServer((_, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(png));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/code.png`;
+      const out = images(await runner.run(job({ workflow: 'generate_qr_art', qrText: 'a blue garden', qrImage: url, qrSteps: 10, seed: 3 }), signal()));
+      expect(out).toHaveLength(1);
+      expect(await sharp(out[0]!.data).metadata()).toMatchObject({ width: 768, height: 768 });
+      expect(out[0]!.isScannable).toBe(await refereeReads(out[0]!.data, 'V1-CODE'));
+    } finally {
+      server.close();
+    }
+  });
+
+  it('outpainting is refused as workflow_unavailable', async () => {
+    const outpaint = job({ workflow: 'outpainting', image: 'https://example.com/a.png', image_width: 64, image_height: 64, padding_left: 8, padding_right: 8, padding_top: 8, padding_bottom: 8, type: 'one_shot' });
+    const error = await runner.run(outpaint, signal()).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(JobInputError);
+    expect((error as JobInputError).code).toBe('workflow_unavailable');
+  });
+});
+
+describe('settingsFor: manifest defaults, overridden by the request', () => {
+  const settings = (body: Record<string, unknown>) => {
+    const j = job(body);
+    return settingsFor(client.manifest, j.workflow as 'generate_qr_art_v5', j.input, j.imageCount);
+  };
+
+  it('v5 maps cfg, steps, qrStrength, preset, model and enhance; v5s samples with LCM', () => {
+    expect(settings({ workflow: 'generate_qr_art_v5', prompt: 'p', qrContent: 'c', seed: 1, cfg: 9, steps: 12, qrStrength: 1.1, preset: 'anime', model: 'niji', enhance: 'face', negativePrompt: 'n', batchSize: 3 })).toEqual({
+      workflow: 'generate_qr_art_v5', v5Model: 'niji', prompt: 'p', negativePrompt: 'n', preset: 'anime', seed: 1, batchSize: 3,
+      steps: 12, guidance: 9, controlScale: 1.1, scheduler: 'dpmpp_2m_karras', controlStart: 0, controlEnd: 1, enhanceFace: true,
+    });
+    expect(settings({ workflow: 'generate_qr_art_v5s', prompt: 'p', qrContent: 'c', seed: 1 })).toMatchObject({ scheduler: 'lcm', steps: 8, guidance: 1.5, v5Model: 'universal' });
+  });
+
+  it('v4: qrText is the prompt and the manifest gives the steps; v4s takes qrSteps; v1 is one image', () => {
+    expect(settings({ workflow: 'generate_qr_art_v4', qrText: 'castle', qrContent: 'c', seed: 1, batchSize: 2 })).toMatchObject({ prompt: 'castle', steps: 30, guidance: 7.5, controlScale: 1.5, batchSize: 2 });
+    expect(settings({ workflow: 'generate_qr_art_v4s', qrText: 'castle', qrContent: 'c', seed: 1, qrSteps: 12 })).toMatchObject({ steps: 12, scheduler: 'lcm' });
+    expect(settings({ workflow: 'generate_qr_art_v2', qrText: 'castle', qrImage: 'https://example.com/q.png', seed: 1, qrSteps: '14' })).toMatchObject({ prompt: 'castle', steps: 14, controlScale: 0.85, batchSize: 1 });
+  });
+});
+
+/** A direct thread request (no control rendering or scan) at 768 px. */
+function plan(over: Partial<InferencePlan> = {}): InferencePlan {
+  const canvas = { width: 768, height: 768 };
+  const control = renderControlImage({ content: CONTENT, pattern: 's1', canvas, placement: placementFor(canvas, 0.6), background: 'gray', errorCorrectionLevel: 'H' }).image;
+  return {
+    workflow: 'generate_qr_art_v5', v5Model: 'universal', prompt: 'a koi pond', seed: 11, batchSize: 1, steps: 10, guidance: 7,
+    scheduler: 'dpmpp_2m_karras', control, controlScale: 1.3, controlStart: 0, controlEnd: 1, width: 768, height: 768, ...over,
+  };
+}
