@@ -2,6 +2,7 @@
 const BENCHES: Record<string, string> = {
   api: './api.ts',
   qr: './qr.ts',
+  worker: './worker.ts',
 };
 
 const [name] = process.argv.slice(2);

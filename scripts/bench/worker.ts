@@ -1,0 +1,210 @@
+/**
+ * The worker's job path on CPU: v5 1:1 SD jobs (768×768, one image) through
+ * DiffusionRunner.runDetailed, i.e. control image, the inference thread (tokenize, text encoder,
+ * ControlNet + UNet per step, VAE, NSFW), scan check and PNG, as the daemon runs them.
+ *   npm run bench -- worker [--jobs N] [--steps S] [--heavy] [--convs K] [--threads T]
+ *
+ * Figures:
+ *   - stage medians (ms) from runDetailed's timings, per step for ControlNet/UNet/scheduler;
+ *   - model time: the sum of ONNX Runtime session.run() wall times inside the job, measured in
+ *     the inference thread itself by a preload (ort-run-timing.cjs) that wraps
+ *     InferenceSession.prototype.run; the bench re-executes itself with it;
+ *   - overhead ratio = job wall time (runDetailed, awaited from the main thread) / model time,
+ *     and non-model ms = wall − model time;
+ *   - images per minute (jobs one after another);
+ *   - RSS of the process (main + inference thread + ORT) and V8 heaps of both threads at job
+ *     1, N/2 and N.
+ * Targets: non-model time <= 60 ms per SD image; overhead ratio <= 1.05 with --heavy (a UNet
+ * with a stack of C=320 3×3 convolutions at latent resolution, scripts/demo-models/heavy-unet.ts,
+ * same outputs as the demo UNet); RSS growth < 10% from job 1 to job N (N = 200 with --jobs 200).
+ * Default: 20 jobs, 10 steps, one ONNX thread (--threads).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { BroadcastChannel } from 'node:worker_threads';
+import { pino } from 'pino';
+import { writeHeavyModels } from '../demo-models/heavy-unet.ts';
+import type { JobMessage } from '../../src/queue/schemas.ts';
+import { DiffusionRunner } from '../../src/worker/diffusion-runner.ts';
+import { DEFAULT_MANIFEST_PATH, InferenceClient } from '../../src/worker/inference-client.ts';
+import { parseCreateBody } from '../../src/workflows/validate.ts';
+import { summarize } from './scan-check.ts';
+
+const PRELOAD = fileURLToPath(new URL('./ort-run-timing.cjs', import.meta.url));
+const CHANNEL = 'qr-art-ort-run-timing';
+
+// The inference thread must start with the preload: re-execute this bench with it.
+if (process.env.QR_ART_BENCH_ORT_TIMING !== '1') {
+  const args = [...process.execArgv, '--require', PRELOAD, process.argv[1]!, 'worker', ...process.argv.slice(2)];
+  const child = spawnSync(process.execPath, args, { stdio: 'inherit', env: { ...process.env, QR_ART_BENCH_ORT_TIMING: '1' } });
+  process.exit(child.status ?? 1);
+}
+
+const { values } = parseArgs({
+  options: {
+    jobs: { type: 'string' },
+    steps: { type: 'string', default: '10' },
+    heavy: { type: 'boolean', default: false },
+    convs: { type: 'string', default: '1' },
+    threads: { type: 'string', default: '1' },
+  },
+  allowPositionals: true,
+});
+const jobs = Number(values.jobs ?? 20);
+const steps = Number(values.steps);
+const threads = Number(values.threads);
+if (!(jobs >= 2 && steps >= 1 && threads >= 1)) throw new Error('need --jobs >= 2, --steps >= 1, --threads >= 1');
+
+// ONNX session.run() calls, as the preload in the inference thread reports them.
+interface OrtRun {
+  readonly start: number;
+  readonly end: number;
+  readonly graph: string;
+  readonly heapUsed: number;
+}
+const runs: OrtRun[] = [];
+const channel = new BroadcastChannel(CHANNEL);
+channel.onmessage = (event) => runs.push((event as { data: OrtRun }).data);
+const now = (): number => performance.timeOrigin + performance.now();
+
+let tempDir: string | undefined;
+let manifestPath = DEFAULT_MANIFEST_PATH;
+if (values.heavy) {
+  tempDir = await mkdtemp(join(tmpdir(), 'qr-art-heavy-'));
+  manifestPath = await writeHeavyModels(tempDir, { convs: Number(values.convs), channels: 320 });
+}
+
+const logger = pino({ level: 'warn', base: undefined }, pino.destination(2));
+const client = await InferenceClient.start({ manifestPath, executionProvider: { provider: 'cpu' }, logger, intraOpThreads: threads });
+const runner = new DiffusionRunner({ inference: client, logger, policy: { allowPrivate: false } });
+
+function job(i: number): JobMessage {
+  const body = { workflow: 'generate_qr_art_v5', prompt: 'a blue koi pond, watercolor', qrContent: `https://example.com/qr-art/bench/${i}`, aspectRatio: '1:1', resolution: 'SD', steps, seed: 1000 + i };
+  const parsed = parseCreateBody(body, { allowPrivateUrls: false });
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
+  const { workflow, input, imageCount } = parsed.value;
+  return { id: `bench-${i}`, userId: 'bench', workflow, input, imageCount, createdAt: new Date().toISOString() };
+}
+
+interface JobRecord {
+  readonly start: number;
+  readonly end: number;
+  readonly timings: Record<string, number>;
+  readonly scannable: number;
+  readonly images: number;
+}
+interface MemoryRecord {
+  readonly job: number;
+  readonly rss: number;
+  readonly mainHeap: number;
+  readonly external: number;
+  readonly threadHeap: number | undefined;
+}
+
+const records: JobRecord[] = [];
+const memory: MemoryRecord[] = [];
+const checkpoints = new Set([1, Math.round(jobs / 2), jobs]);
+let size = '';
+
+// One warm-up job (not counted): JIT, tile caches, ORT arenas at this size.
+await runner.runDetailed(job(-1));
+await new Promise((r) => setTimeout(r, 20));
+runs.length = 0;
+
+const benchStart = performance.now();
+for (let i = 1; i <= jobs; i++) {
+  const start = now();
+  const run = await runner.runDetailed(job(i));
+  const end = now();
+  if (run.outcome.kind !== 'images') throw new Error(`job ${i}: ${run.outcome.kind}`);
+  size = `${run.width}x${run.height}`;
+  records.push({ start, end, timings: run.timings, scannable: run.outcome.images.filter((im) => im.isScannable).length, images: run.outcome.images.length });
+  if (checkpoints.has(i)) {
+    await new Promise((r) => setImmediate(r)); // let the thread's last heap report arrive
+    const m = process.memoryUsage();
+    memory.push({ job: i, rss: m.rss, mainHeap: m.heapUsed, external: m.external + m.arrayBuffers, threadHeap: runs.at(-1)?.heapUsed });
+  }
+}
+const benchWall = performance.now() - benchStart;
+await new Promise((r) => setTimeout(r, 50)); // the last reports
+await client.close();
+channel.close();
+if (tempDir) await rm(tempDir, { recursive: true, force: true });
+
+// Model time per job: the session.run() calls inside its window.
+const perJob = records.map((r) => {
+  const inside = runs.filter((x) => x.start >= r.start && x.end <= r.end);
+  const byGraph: Record<string, number> = {};
+  for (const x of inside) byGraph[x.graph] = (byGraph[x.graph] ?? 0) + (x.end - x.start);
+  const model = inside.reduce((s, x) => s + (x.end - x.start), 0);
+  const wall = r.end - r.start;
+  return { wall, model, calls: inside.length, byGraph, timings: r.timings };
+});
+const expectedCalls = 1 + 2 * steps + 1 + 1; // text encoder, ControlNet + UNet per step, VAE, safety checker
+const badCalls = perJob.filter((j) => j.calls !== expectedCalls).length;
+
+const med = (xs: readonly number[]): number => summarize(xs).medianMs;
+const p95 = (xs: readonly number[]): number => summarize(xs).p95Ms;
+const stage = (key: string, per = 1) => perJob.map((j) => (j.timings[key] ?? 0) / per);
+const ort = (graph: string, per = 1) => perJob.map((j) => (j.byGraph[graph] ?? 0) / per);
+const derived = {
+  controlRender: perJob.map((j) => j.timings.qr_render!),
+  messaging: perJob.map((j) => j.timings.inference! - Object.entries(j.timings).filter(([k]) => !['inference', 'total', 'scan', 'png', 'qr_render'].includes(k)).reduce((s, [, v]) => s + v, 0)),
+  outside: perJob.map((j) => j.wall - j.timings.total!),
+};
+const row = (name: string, xs: readonly number[], model?: readonly number[]) => ({
+  stage: name,
+  'median ms': med(xs).toFixed(2),
+  'p95 ms': p95(xs).toFixed(2),
+  'session.run median ms': model ? med(model).toFixed(2) : '',
+});
+const table = [
+  row('control image render + setup (main)', derived.controlRender),
+  row('tokenize (thread)', stage('tokenize')),
+  row('text encoder', stage('text_encoder'), ort('text_encoder')),
+  row('control planes (thread)', stage('control_planes')),
+  row('ControlNet, per step', stage('controlnet', steps), ort('controlnet', steps)),
+  row('UNet, per step', stage('unet', steps), ort('unet', steps)),
+  row('scheduler + CFG, per step', stage('scheduler', steps)),
+  row('VAE decode', stage('vae_decode'), ort('vae_decoder')),
+  row('NSFW (crop + checker)', stage('nsfw'), ort('safety_checker')),
+  row('thread messaging + untimed thread work', derived.messaging),
+  row('scan check (main)', stage('scan')),
+  row('PNG encode (main)', stage('png')),
+  row('runDetailed total', stage('total')),
+  row('job wall (bench)', perJob.map((j) => j.wall), perJob.map((j) => j.model)),
+  row('non-model = wall − session.run', perJob.map((j) => j.wall - j.model)),
+];
+
+const walls = perJob.map((j) => j.wall);
+const ratio = med(perJob.map((j) => j.wall / j.model));
+const nonModel = med(perJob.map((j) => j.wall - j.model));
+const imagesPerMinute = (records.reduce((s, r) => s + r.images, 0) / benchWall) * 60_000;
+const first = memory[0]!;
+const last = memory.at(-1)!;
+const growth = ((last.rss - first.rss) / first.rss) * 100;
+const mb = (b: number | undefined) => (b === undefined ? 'n/a' : (b / 2 ** 20).toFixed(1));
+
+console.log(
+  `\nWorker job path: v5 1:1 SD (${size}), ${steps} steps, ${jobs} jobs, ${values.heavy ? `HEAVY UNet (${values.convs}×conv3x3 C=320)` : 'demo graphs'}, ` +
+    `CPU, ${threads} ONNX thread(s), Node ${process.version}`,
+);
+console.table(table);
+console.table(
+  memory.map((m) => ({ job: m.job, 'RSS MB': mb(m.rss), 'main heap MB': mb(m.mainHeap), 'main external+ab MB': mb(m.external), 'thread heap MB': mb(m.threadHeap) })),
+);
+console.log(
+  `images/min ${imagesPerMinute.toFixed(1)}; job wall median ${med(walls).toFixed(1)} ms; session.run calls per job ${expectedCalls}` +
+    (badCalls ? ` (MISMATCH in ${badCalls} jobs)` : '') +
+    `; scannable ${records.reduce((s, r) => s + r.scannable, 0)}/${records.reduce((s, r) => s + r.images, 0)}`,
+);
+const verdicts = [
+  `non-model ${nonModel.toFixed(1)} ms (<= 60): ${nonModel <= 60 ? 'MET' : 'MISSED'}`,
+  values.heavy ? `overhead ratio ${ratio.toFixed(3)} (<= 1.05): ${ratio <= 1.05 ? 'MET' : 'MISSED'}` : `overhead ratio ${ratio.toFixed(2)} (target applies to --heavy only)`,
+  `RSS growth job 1→${jobs} ${growth.toFixed(1)}% (< 10%${jobs < 200 ? `, target is over 200 jobs` : ''}): ${growth < 10 ? 'MET' : 'MISSED'}`,
+];
+console.log(`targets: ${verdicts.join('; ')}`);

@@ -1,0 +1,98 @@
+/**
+ * A "heavy" demo UNet for benchmarks: the demo UNet (sd15.ts, same inputs, outputs and
+ * out_sample values) plus a stack of 3×3 convolutions at latent resolution (4 → C → … → C → 4,
+ * ReLU between, random but fixed weights) whose result is multiplied by zero and added to
+ * out_sample. The images are the demo UNet's; only the compute per call grows, so a step costs
+ * something closer to a real SD1.5 UNet on CPU and the pipeline's non-model overhead can be
+ * judged against it.
+ *
+ *   npx tsx scripts/demo-models/heavy-unet.ts <output folder> [convs] [channels]
+ * writes <folder>/unet/model.onnx and <folder>/manifest.json: a copy of models/manifest.json
+ * whose graphs point at models/demo (absolute paths) except the UNet, which points at the
+ * heavy one.
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { GraphBuilder, type Value } from './graph.ts';
+import { buildUnet } from './sd15.ts';
+
+export interface HeavyOptions {
+  /** 3×3 convolutions C → C (besides the 4 → C and C → 4 ends). */
+  readonly convs: number;
+  readonly channels: number;
+}
+
+/** Deterministic uniform weights in [-a, a] (mulberry32). */
+function weights(n: number, a: number, seed: number): Float32Array {
+  let s = seed >>> 0;
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    out[i] = ((((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1) * a;
+  }
+  return out;
+}
+
+function convStack(g: GraphBuilder, x: Value, { convs, channels }: HeavyOptions): Value {
+  const conv = (input: Value, cin: number, cout: number, seed: number): Value => {
+    // He-uniform scale keeps activations bounded through the stack.
+    const a = Math.sqrt(6 / (cin * 9));
+    const w = g.constF32(undefined, [cout, cin, 3, 3], weights(cout * cin * 9, a, seed));
+    const b = g.constF32(undefined, [cout], new Float32Array(cout));
+    return g.op('Conv', [input, w, b], { kernel_shape: [3, 3], pads: [1, 1, 1, 1] });
+  };
+  let y = g.op('Relu', [conv(x, 4, channels, 1)]);
+  for (let i = 0; i < convs; i++) y = g.op('Relu', [conv(y, channels, channels, 100 + i)]);
+  return conv(y, channels, 4, 2);
+}
+
+/** The demo UNet with the conv stack added to its output path (times zero). */
+export function buildHeavyUnet(options: HeavyOptions): Uint8Array {
+  const proto = GraphBuilder.prototype;
+  const original = proto.output;
+  proto.output = function (this: GraphBuilder, value, name, dtype, dims, docString) {
+    if (this.name === 'unet' && name === 'out_sample') {
+      const extra = convStack(this, 'sample', options);
+      value = this.add(value, this.mul(extra, this.f(0)));
+    }
+    return original.call(this, value, name, dtype, dims, docString);
+  };
+  try {
+    return buildUnet();
+  } finally {
+    proto.output = original;
+  }
+}
+
+const DEMO_MANIFEST = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
+
+/** Writes the heavy UNet and a manifest using it into `outDir`; returns the manifest's path. */
+export async function writeHeavyModels(outDir: string, options: HeavyOptions): Promise<string> {
+  const demoDir = resolve(DEMO_MANIFEST, '..');
+  const manifest = JSON.parse(await readFile(DEMO_MANIFEST, 'utf8')) as {
+    models: Record<string, { tokenizer: string; graphs: Record<string, { path: string }> }>;
+  };
+  await mkdir(join(outDir, 'unet'), { recursive: true });
+  const unetPath = join(outDir, 'unet', 'model.onnx');
+  await writeFile(unetPath, buildHeavyUnet(options));
+  for (const model of Object.values(manifest.models)) {
+    model.tokenizer = resolve(demoDir, model.tokenizer);
+    for (const [role, graph] of Object.entries(model.graphs)) graph.path = role === 'unet' ? unetPath : resolve(demoDir, graph.path);
+  }
+  const file = join(outDir, 'manifest.json');
+  await writeFile(file, JSON.stringify(manifest, null, 2));
+  return file;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  const [target, convs = '1', channels = '320'] = process.argv.slice(2);
+  if (!target) {
+    console.error('usage: npx tsx scripts/demo-models/heavy-unet.ts <output folder> [convs] [channels]');
+    process.exit(2);
+  }
+  console.log(await writeHeavyModels(resolve(target), { convs: Number(convs), channels: Number(channels) }));
+}
