@@ -63,7 +63,7 @@ export interface Txt2ImgRequest {
 export type Txt2ImgStage =
   | 'tokenize'
   | 'text_encoder'
-  | 'control_image'
+  | 'control_planes'
   | 'controlnet'
   | 'unet'
   | 'scheduler'
@@ -219,7 +219,7 @@ export async function generate(
   const per = 4 * h * w;
 
   // 3. Denoise at the generation size.
-  const control = await timer.time('control_image', () => controlPlanes(request.control, gen));
+  const control = await timer.time('control_planes', () => controlPlanes(request.control, gen));
   const scheduler = createScheduler(request.scheduler, request.steps, schedulerConfig);
   let latents: Float32Array = new Float32Array(B * per);
   streams.forEach((s, i) => {
@@ -247,7 +247,7 @@ export async function generate(
     const r = refine;
     const rh = r.height / 8;
     const rw = r.width / 8;
-    const refineControl = await timer.time('control_image', () => controlPlanes(request.control, r));
+    const refineControl = await timer.time('control_planes', () => controlPlanes(request.control, r));
     const hidden = hiddenFor(1);
     const refined: RawImage[] = [];
     for (let i = 0; i < B; i++) {

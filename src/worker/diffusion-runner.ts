@@ -123,7 +123,7 @@ export class DiffusionRunner implements JobRunner {
 
     const fetchOptions = { policy: this.options.policy, ...(this.options.fetchLimits ? { fetchLimits: this.options.fetchLimits } : {}) };
     const { image: control, expected, codeSide } = await jobControlImage(plan, fetchOptions, signal ?? new AbortController().signal);
-    timings.control_image = performance.now() - t0;
+    timings.qr_render = performance.now() - t0;
     const { width, height } = plan.canvas;
 
     const i0 = performance.now();
