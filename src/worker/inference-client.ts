@@ -21,11 +21,10 @@ import 'sharp';
 import type { Logger } from 'pino';
 import type { RawImage } from '../image/raw.ts';
 import { loadManifest, type Manifest } from '../pipeline/manifest.ts';
-import type { SchedulerName } from '../pipeline/schedulers/index.ts';
 import type { ExecutionProvider } from '../pipeline/sessions.ts';
+import type { Txt2ImgRequest } from '../pipeline/txt2img.ts';
 import type { V5Model } from '../workflows/catalogue.ts';
 import type { QrWorkflowName } from '../workflows/names.ts';
-import type { PresetName } from '../workflows/presets.ts';
 
 /** The package's own manifest (the demo models): src/worker or dist/worker → models/. */
 export const DEFAULT_MANIFEST_PATH = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
@@ -33,27 +32,15 @@ export const DEFAULT_MANIFEST_PATH = fileURLToPath(new URL('../../models/manifes
 // ---------------------------------------------------------------------------------------------
 // What crosses the thread boundary (structured clone; pixel buffers are transferred)
 
-/** Everything one generation needs, resolved (defaults applied) by the runner. */
-export interface InferencePlan {
+/**
+ * Everything one generation needs, resolved (defaults applied) by the runner: txt2img's request
+ * (the thread fills in the manifest's scheduler config, native size and refine settings) plus
+ * which workflow and model run it.
+ */
+export interface InferencePlan extends Omit<Txt2ImgRequest, 'schedulerConfig' | 'nativeSize' | 'refine'> {
   readonly workflow: QrWorkflowName;
   /** v5 / v5s: the request's `model`. */
   readonly v5Model?: V5Model;
-  readonly prompt: string;
-  readonly negativePrompt?: string;
-  readonly preset?: PresetName;
-  readonly seed: number;
-  readonly batchSize: number;
-  readonly steps: number;
-  readonly guidance: number;
-  readonly scheduler: SchedulerName;
-  /** The control image (the QR code), normally at width × height. */
-  readonly control: RawImage;
-  /** ControlNet conditioning scale: the API's qrStrength. */
-  readonly controlScale: number;
-  readonly controlStart: number;
-  readonly controlEnd: number;
-  readonly width: number;
-  readonly height: number;
   /** enhance = face: the refinement pass of inference-thread.ts. */
   readonly enhanceFace?: boolean;
 }

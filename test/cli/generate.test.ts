@@ -7,8 +7,9 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCommand } from '../../src/cli/generate.ts';
+import { captureOutput } from '../helpers/console.ts';
 
 describe('qr-art generate', () => {
   let dir: string;
@@ -17,20 +18,7 @@ describe('qr-art generate', () => {
   });
   afterAll(async () => rm(dir, { recursive: true, force: true }));
 
-  const run = async (args: string[]) => {
-    const out: string[] = [];
-    const err: string[] = [];
-    const log = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void out.push(String(line)));
-    const error = vi.spyOn(console, 'error').mockImplementation((line: unknown) => void err.push(String(line)));
-    const write = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => (err.push(String(chunk)), true));
-    try {
-      return { code: await generateCommand(args), out: out.join('\n'), err: err.join('') };
-    } finally {
-      log.mockRestore();
-      error.mockRestore();
-      write.mockRestore();
-    }
-  };
+  const run = (args: string[]) => captureOutput(() => generateCommand(args));
 
   it('writes <seed>-<i>.png at the output size and prints isScanables, timings and progress', async () => {
     const out = path.join(dir, 'batch');

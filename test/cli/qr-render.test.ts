@@ -2,8 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { qrCommand } from '../../src/cli/qr-render.ts';
+import { captureOutput } from '../helpers/console.ts';
 import { zbarDecode } from '../helpers/independent-decoders.ts';
 
 describe('qr-art qr render', () => {
@@ -13,18 +14,7 @@ describe('qr-art qr render', () => {
   });
   afterAll(async () => rm(dir, { recursive: true, force: true }));
 
-  const run = async (args: string[]) => {
-    const out: string[] = [];
-    const err: string[] = [];
-    const log = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void out.push(String(line)));
-    const error = vi.spyOn(console, 'error').mockImplementation((line: unknown) => void err.push(String(line)));
-    try {
-      return { code: await qrCommand(['render', ...args]), out: out.join('\n'), err: err.join('\n') };
-    } finally {
-      log.mockRestore();
-      error.mockRestore();
-    }
-  };
+  const run = (args: string[]) => captureOutput(() => qrCommand(['render', ...args]));
 
   it('writes the control image at the output size, where asked, and it decodes with ZBar', async () => {
     const file = path.join(dir, 'preview.png');

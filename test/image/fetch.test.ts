@@ -8,26 +8,13 @@ import { DEFAULT_IMAGE_FETCH_LIMITS, fetchImage, ImageFetchError } from '../../s
 import type { FetchImageOptions } from '../../src/image/fetch.ts';
 import type { LookupAllFn } from '../../src/net/safe-url.ts';
 import { animatedGif, animatedWebp, handmadeGif, pngHeaderOnly, solid } from './fixtures.ts';
+import { fakeLookup } from '../helpers/fake-dns.ts';
 
 const dev = { allowPrivate: true };
 const strict = { allowPrivate: false };
 /** A public address (example.com's) that the tests pretend routes to the local server. */
 const PUBLIC_ADDR = '93.184.216.34';
 
-function fakeLookup(table: Record<string, string[]>): LookupAllFn & { calls: string[] } {
-  const calls: string[] = [];
-  const fn = async (host: string): Promise<LookupAddress[]> => {
-    calls.push(host);
-    const addrs = table[host];
-    if (!addrs) {
-      const err = new Error(`getaddrinfo ENOTFOUND ${host}`) as NodeJS.ErrnoException;
-      err.code = 'ENOTFOUND';
-      throw err;
-    }
-    return addrs.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-  };
-  return Object.assign(fn, { calls });
-}
 
 /**
  * Simulates a network in which PUBLIC_ADDR is routed to 127.0.0.1, so a strict-policy fetch can

@@ -1,6 +1,5 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { LookupAddress } from 'node:dns';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   checkUrlSyntax,
@@ -10,24 +9,11 @@ import {
   UnsafeUrlError,
   type LookupAllFn,
 } from '../../src/net/safe-url.ts';
+import { fakeLookup } from '../helpers/fake-dns.ts';
 
 const strict = { allowPrivate: false };
 const dev = { allowPrivate: true };
 
-function fakeLookup(table: Record<string, string[]>): LookupAllFn & { calls: string[] } {
-  const calls: string[] = [];
-  const fn = async (host: string): Promise<LookupAddress[]> => {
-    calls.push(host);
-    const addrs = table[host];
-    if (!addrs) {
-      const err = new Error(`getaddrinfo ENOTFOUND ${host}`) as NodeJS.ErrnoException;
-      err.code = 'ENOTFOUND';
-      throw err;
-    }
-    return addrs.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-  };
-  return Object.assign(fn, { calls });
-}
 
 describe('checkUrlSyntax', () => {
   it.each([
