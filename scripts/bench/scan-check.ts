@@ -7,6 +7,7 @@
 import QRCode from 'qrcode';
 import { rawImage, type RawImage } from '../../src/image/raw.ts';
 import { scanCheck, type ScanOptions } from '../../src/qr/scan.ts';
+import { mulberry32 } from '../../src/util/mulberry32.ts';
 
 export interface Timing {
   medianMs: number;
@@ -15,15 +16,6 @@ export interface Timing {
 
 const CONTENT = 'https://qr-art.example/p/8f14e45f?utm_source=bench';
 
-function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), s | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** RGB canvas: soft colour waves plus pixel noise, the code (side px, centred) drawn over it. */
 export function benchImage(width: number, height: number, side: number, finders: boolean, seed = 7): RawImage {

@@ -16,6 +16,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { GraphBuilder, type Value } from './graph.ts';
 import { buildUnet } from './sd15.ts';
+import { mulberry32 } from '../../src/util/mulberry32.ts';
 
 export interface HeavyOptions {
   /** 3×3 convolutions C → C (besides the 4 → C and C → 4 ends). */
@@ -25,16 +26,8 @@ export interface HeavyOptions {
 
 /** Deterministic uniform weights in [-a, a] (mulberry32). */
 function weights(n: number, a: number, seed: number): Float32Array {
-  let s = seed >>> 0;
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    out[i] = ((((t ^ (t >>> 14)) >>> 0) / 4294967296) * 2 - 1) * a;
-  }
-  return out;
+  const random = mulberry32(seed);
+  return Float32Array.from({ length: n }, () => (random() * 2 - 1) * a);
 }
 
 function convStack(g: GraphBuilder, x: Value, { convs, channels }: HeavyOptions): Value {

@@ -83,6 +83,8 @@
  *   (WordLevel), generation_config.json and preprocessor_config.json.
  */
 import { GraphBuilder, type Value } from './graph.ts';
+// Deterministic weights, so rebuilt graphs are byte-identical.
+import { mulberry32 as rng } from '../../src/util/mulberry32.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Shared constants
@@ -208,17 +210,6 @@ function invert(m: number[][]): number[][] {
   return aug.map((row) => row.slice(n));
 }
 
-/** Deterministic PRNG (mulberry32) so rebuilt graphs are byte-identical. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function uniform(n: number, lo: number, hi: number, seed: number): number[] {
   const r = rng(seed);

@@ -2,6 +2,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WORKFLOWS, type WorkflowName } from '../../src/workflows/names.ts';
 import { startTestStack, type TestStack } from '../helpers/service.ts';
+import { mulberry32 } from '../../src/util/mulberry32.ts';
 
 const RACER = 'key-racer-robust-0123456789abcdef';
 const FUZZER = 'key-fuzzer-robust-0123456789abcde';
@@ -80,15 +81,6 @@ function rejectionProblem(response: RawResponse, statuses: readonly number[]): s
 // Deterministic fuzz input
 // ---------------------------------------------------------------------------
 
-function mulberry32(seed: number): () => number {
-  let state = seed;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 class Fuzz {
   readonly random: () => number;

@@ -9,16 +9,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { rawImage, type RawImage } from '../../src/image/raw.ts';
 import { scanCheck, type ScanVerdict } from '../../src/qr/scan.ts';
 import { opencvDecode, zbarDecode } from '../helpers/independent-decoders.ts';
+import { mulberry32 } from '../../src/util/mulberry32.ts';
 
-function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), s | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function gaussian(random: () => number): number {
   return Math.sqrt(-2 * Math.log(random() + 1e-12)) * Math.cos(2 * Math.PI * random());

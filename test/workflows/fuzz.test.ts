@@ -2,18 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { WORKFLOWS } from '../../src/workflows/names.ts';
 import { parseCreateBody, type ParseResult } from '../../src/workflows/validate.ts';
 import { minimalBody } from './helpers.ts';
+import { mulberry32 as prng } from '../../src/util/mulberry32.ts';
 
-/** Small deterministic PRNG (mulberry32) so a failure reproduces. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const FIELD_NAMES = [
   'workflow', 'qrText', 'qrImage', 'qrContent', 'qrStrength', 'qrSteps', 'seed', 'negativePrompt', 'webhook', 'batchSize', 'prompt',
