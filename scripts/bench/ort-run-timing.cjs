@@ -1,18 +1,31 @@
 /**
  * Preload for the worker bench (node --require): in worker threads, wraps ONNX Runtime's
- * InferenceSession.prototype.run and reports every call's start/end (absolute ms, comparable
- * across threads), the graph it ran (from its input names) and the thread's V8 heap, on the
- * BroadcastChannel 'qr-art-ort-run-timing'. The main thread only listens (worker.ts).
- * Costs one structured-clone message per session.run.
+ * InferenceSession.prototype.run and records every call's start/end (absolute ms, comparable
+ * across threads), the graph it ran (from its input names) and the thread's V8 heap; it also
+ * records the thread's garbage-collection pauses. Records are buffered in the thread and sent
+ * on the BroadcastChannel 'qr-art-ort-run-timing' only when the main thread asks ('flush'),
+ * so measuring adds no message per run to the job being measured.
  */
 'use strict';
 const { isMainThread, BroadcastChannel } = require('node:worker_threads');
 
 if (!isMainThread) {
   const v8 = require('node:v8');
+  const { PerformanceObserver } = require('node:perf_hooks');
   const ort = require('onnxruntime-node');
   const channel = new BroadcastChannel('qr-art-ort-run-timing');
   channel.unref();
+  let runs = [];
+  let gcs = [];
+  channel.onmessage = (event) => {
+    if (event.data !== 'flush') return;
+    channel.postMessage({ runs, gcs });
+    runs = [];
+    gcs = [];
+  };
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcs.push({ start: performance.timeOrigin + e.startTime, ms: e.duration });
+  }).observe({ entryTypes: ['gc'] });
   const proto = ort.InferenceSession.prototype;
   const run = proto.run;
   const graphOf = (names) => {
@@ -30,7 +43,7 @@ if (!isMainThread) {
       return await run.apply(this, args);
     } finally {
       const end = performance.timeOrigin + performance.now();
-      channel.postMessage({ start, end, graph: graphOf(this.inputNames ?? []), heapUsed: v8.getHeapStatistics().used_heap_size });
+      runs.push({ start, end, graph: graphOf(this.inputNames ?? []), heapUsed: v8.getHeapStatistics().used_heap_size });
     }
   };
 }

@@ -10,7 +10,9 @@
  *     the inference thread itself by a preload (ort-run-timing.cjs) that wraps
  *     InferenceSession.prototype.run; the bench re-executes itself with it;
  *   - overhead ratio = job wall time (runDetailed, awaited from the main thread) / model time,
- *     and non-model ms = wall − model time;
+ *     and non-model ms = wall − model time, with the inference thread's GC pauses inside it
+ *     shown apart (ORT hands every output over as a fresh ArrayBuffer: the ControlNet's 13
+ *     residuals are ~120 MB per step at 768², and V8 collects after each such allocation);
  *   - images per minute (jobs one after another);
  *   - RSS of the process (main + inference thread + ORT) and V8 heaps of both threads at job
  *     1, N/2 and N.
@@ -66,9 +68,27 @@ interface OrtRun {
   readonly graph: string;
   readonly heapUsed: number;
 }
+/** A garbage-collection pause in the inference thread. */
+interface GcPause {
+  readonly start: number;
+  readonly ms: number;
+}
 const runs: OrtRun[] = [];
+const gcs: GcPause[] = [];
 const channel = new BroadcastChannel(CHANNEL);
-channel.onmessage = (event) => runs.push((event as { data: OrtRun }).data);
+let flushed: (() => void) | undefined;
+channel.onmessage = (event) => {
+  const data = (event as { data: { runs: OrtRun[]; gcs: GcPause[] } }).data;
+  runs.push(...data.runs);
+  gcs.push(...data.gcs);
+  flushed?.();
+};
+/** Collects the thread's buffered records (between jobs, so no job pays for the messages). */
+const flush = (): Promise<void> =>
+  new Promise((resolve) => {
+    flushed = resolve;
+    channel.postMessage('flush');
+  });
 const now = (): number => performance.timeOrigin + performance.now();
 
 let tempDir: string | undefined;
@@ -112,8 +132,9 @@ let size = '';
 
 // One warm-up job (not counted): JIT, tile caches, ORT arenas at this size.
 await runner.runDetailed(job(-1));
-await new Promise((r) => setTimeout(r, 20));
+await flush();
 runs.length = 0;
+gcs.length = 0;
 
 const benchStart = performance.now();
 for (let i = 1; i <= jobs; i++) {
@@ -123,17 +144,22 @@ for (let i = 1; i <= jobs; i++) {
   if (run.outcome.kind !== 'images') throw new Error(`job ${i}: ${run.outcome.kind}`);
   size = `${run.width}x${run.height}`;
   records.push({ start, end, timings: run.timings, scannable: run.outcome.images.filter((im) => im.isScannable).length, images: run.outcome.images.length });
+  await flush();
   if (checkpoints.has(i)) {
-    await new Promise((r) => setImmediate(r)); // let the thread's last heap report arrive
     const m = process.memoryUsage();
     memory.push({ job: i, rss: m.rss, mainHeap: m.heapUsed, external: m.external + m.arrayBuffers, threadHeap: runs.at(-1)?.heapUsed });
   }
 }
 const benchWall = performance.now() - benchStart;
-await new Promise((r) => setTimeout(r, 50)); // the last reports
 await client.close();
 channel.close();
 if (tempDir) await rm(tempDir, { recursive: true, force: true });
+
+/** Milliseconds of the pause that fall inside any of the runs. */
+function overlap(pause: GcPause, inside: readonly OrtRun[]): number {
+  const end = pause.start + pause.ms;
+  return inside.reduce((sum, x) => sum + Math.max(0, Math.min(end, x.end) - Math.max(pause.start, x.start)), 0);
+}
 
 // Model time per job: the session.run() calls inside its window.
 const perJob = records.map((r) => {
@@ -142,7 +168,9 @@ const perJob = records.map((r) => {
   for (const x of inside) byGraph[x.graph] = (byGraph[x.graph] ?? 0) + (x.end - x.start);
   const model = inside.reduce((s, x) => s + (x.end - x.start), 0);
   const wall = r.end - r.start;
-  return { wall, model, calls: inside.length, byGraph, timings: r.timings };
+  // GC pauses between session.run() calls (some happen inside one, as its outputs are allocated: model time).
+  const gc = gcs.filter((g) => g.start >= r.start && g.start <= r.end).reduce((sum, g) => sum + g.ms - overlap(g, inside), 0);
+  return { wall, model, gc, calls: inside.length, byGraph, timings: r.timings };
 });
 const expectedCalls = 1 + 2 * steps + 1 + 1; // text encoder, ControlNet + UNet per step, VAE, safety checker
 const badCalls = perJob.filter((j) => j.calls !== expectedCalls).length;
@@ -153,7 +181,7 @@ const stage = (key: string, per = 1) => perJob.map((j) => (j.timings[key] ?? 0) 
 const ort = (graph: string, per = 1) => perJob.map((j) => (j.byGraph[graph] ?? 0) / per);
 const derived = {
   controlRender: perJob.map((j) => j.timings.qr_render!),
-  messaging: perJob.map((j) => j.timings.inference! - Object.entries(j.timings).filter(([k]) => !['inference', 'total', 'scan', 'png', 'qr_render'].includes(k)).reduce((s, [, v]) => s + v, 0)),
+  messaging: perJob.map((j) => j.timings.inference! - Object.entries(j.timings).filter(([k]) => !['inference', 'total', 'scan', 'png', 'finish', 'qr_render'].includes(k)).reduce((s, [, v]) => s + v, 0)),
   outside: perJob.map((j) => j.wall - j.timings.total!),
 };
 const row = (name: string, xs: readonly number[], model?: readonly number[]) => ({
@@ -173,11 +201,14 @@ const table = [
   row('VAE decode', stage('vae_decode'), ort('vae_decoder')),
   row('NSFW (crop + checker)', stage('nsfw'), ort('safety_checker')),
   row('thread messaging + untimed thread work', derived.messaging),
-  row('scan check (main)', stage('scan')),
-  row('PNG encode (main)', stage('png')),
+  row('scan check (main, overlaps the thread)', stage('scan')),
+  row('PNG encode (libuv pool, overlaps)', stage('png')),
+  row('scan + PNG left after the thread', stage('finish')),
   row('runDetailed total', stage('total')),
   row('job wall (bench)', perJob.map((j) => j.wall), perJob.map((j) => j.model)),
   row('non-model = wall − session.run', perJob.map((j) => j.wall - j.model)),
+  row('  of which GC pauses between runs (thread)', perJob.map((j) => j.gc)),
+  row('  non-model without GC pauses', perJob.map((j) => j.wall - j.model - j.gc)),
 ];
 
 const walls = perJob.map((j) => j.wall);

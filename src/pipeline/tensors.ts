@@ -123,39 +123,66 @@ export const product = (dims: readonly number[]): number => dims.reduce((a, b) =
  * RawImage → planar RGB floats [3,H,W] at `offset` in `out`, each channel mapped by
  * value/255 * scale + bias (e.g. [0,1]: scale 1, bias 0; [-1,1]: scale 2, bias -1). A 1-channel
  * image fills all three planes; alpha is dropped.
+ *
+ * These run on every image of every job (megapixels each), so they use a 256-entry table and
+ * one tight loop per layout instead of per-element arithmetic and branches.
  */
 export function packRgbPlanar(image: RawImage, out: Float32Array, offset = 0, scale = 1, bias = 0): void {
   const { width, height, channels, data } = image;
   const plane = width * height;
   if (out.length < offset + 3 * plane) throw new RangeError('packRgbPlanar: output too small');
-  const k = scale / 255;
-  for (let p = 0; p < plane; p++) {
-    const base = p * channels;
-    for (let c = 0; c < 3; c++) out[offset + c * plane + p] = data[channels === 1 ? base : base + c]! * k + bias;
+  const table = byteTable(scale, bias);
+  if (channels === 1) {
+    for (let p = 0; p < plane; p++) out[offset + p] = table[data[p]!]!;
+    out.copyWithin(offset + plane, offset, offset + plane);
+    out.copyWithin(offset + 2 * plane, offset, offset + plane);
+    return;
+  }
+  const r = offset;
+  const g = offset + plane;
+  const b = offset + 2 * plane;
+  for (let p = 0, s = 0; p < plane; p++, s += channels) {
+    out[r + p] = table[data[s]!]!;
+    out[g + p] = table[data[s + 1]!]!;
+    out[b + p] = table[data[s + 2]!]!;
   }
 }
 
-/** Planar RGB floats [3,H,W] in [lo, hi] at `offset` → interleaved RGB uint8 (rounded, clamped). */
+function byteTable(scale: number, bias: number): Float32Array {
+  const table = new Float32Array(256);
+  const k = scale / 255;
+  for (let v = 0; v < 256; v++) table[v] = v * k + bias;
+  return table;
+}
+
+/** Planar RGB floats [3,H,W] in [lo, hi] at `offset` → interleaved RGB uint8 (rounded, clamped; NaN → 0). */
 export function unpackRgbPlanar(src: Float32Array, offset: number, width: number, height: number, lo = -1, hi = 1): RawImage {
   const plane = width * height;
-  const out = new Uint8Array(plane * 3);
+  const buffer = new ArrayBuffer(plane * 3);
+  // Uint8ClampedArray stores clamp and round (half to even) natively: no Math.round per value.
+  const out = new Uint8ClampedArray(buffer);
   const k = 255 / (hi - lo);
-  for (let c = 0; c < 3; c++) {
-    const base = offset + c * plane;
-    for (let p = 0; p < plane; p++) {
-      const v = (src[base + p]! - lo) * k;
-      out[p * 3 + c] = v <= 0 ? 0 : v >= 255 ? 255 : Math.round(v);
-    }
+  const c = -lo * k;
+  const r = offset;
+  const g = offset + plane;
+  const b = offset + 2 * plane;
+  for (let p = 0, o = 0; p < plane; p++, o += 3) {
+    out[o] = src[r + p]! * k + c;
+    out[o + 1] = src[g + p]! * k + c;
+    out[o + 2] = src[b + p]! * k + c;
   }
-  return rawImage(out, width, height, 3);
+  return rawImage(new Uint8Array(buffer), width, height, 3);
 }
 
 /** Interleaved RGB uint8 → NHWC floats in [0,1] at `offset` (the safety checker's `images`). */
 export function packRgbInterleaved(image: RawImage, out: Float32Array, offset = 0): void {
   const { width, height, channels, data } = image;
+  const table = byteTable(1, 0);
   const n = width * height;
-  for (let p = 0; p < n; p++) {
-    const base = p * channels;
-    for (let c = 0; c < 3; c++) out[offset + p * 3 + c] = data[channels === 1 ? base : base + c]! / 255;
+  for (let p = 0, s = 0, o = offset; p < n; p++, s += channels, o += 3) {
+    const gray = channels === 1;
+    out[o] = table[data[s]!]!;
+    out[o + 1] = table[data[gray ? s : s + 1]!]!;
+    out[o + 2] = table[data[gray ? s : s + 2]!]!;
   }
 }

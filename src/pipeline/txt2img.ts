@@ -69,13 +69,13 @@ export type Txt2ImgStage =
   | 'scheduler'
   | 'vae_decode'
   | 'upscale'
-  | 'vae_encode'
-  | 'refine_controlnet'
-  | 'refine_unet'
-  | 'refine_scheduler'
-  | 'refine_vae_decode'
+  | `${PassPrefix}${PassStage}`
   | 'resize'
   | 'total';
+
+/** The img2img passes that run after generation: refinement (upscaling) and the face pass. */
+export type PassPrefix = 'refine_' | 'face_';
+type PassStage = 'vae_encode' | 'controlnet' | 'unet' | 'scheduler' | 'vae_decode';
 
 export interface Size {
   readonly width: number;
@@ -94,6 +94,17 @@ export interface Txt2ImgResult {
 }
 
 export type ProgressCallback = (step: number, total: number) => void;
+
+export interface GenerateHooks {
+  /** Called after every denoising step (refinement steps included) with the running count. */
+  readonly onProgress?: ProgressCallback;
+  /**
+   * Called with each final image as soon as it exists (image i before image i+1 is decoded), so
+   * a caller can check and encode it while the rest of the batch is still being made.
+   */
+  readonly onImage?: (index: number, image: RawImage) => void;
+  readonly signal?: AbortSignal;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Sizes
@@ -124,7 +135,7 @@ export function controlActive(i: number, n: number, start: number, end: number):
 // ---------------------------------------------------------------------------------------------
 // The run
 
-class Timer {
+export class StageTimer {
   readonly timings: Partial<Record<Txt2ImgStage, number>> = {};
   async time<T>(stage: Txt2ImgStage, fn: () => Promise<T> | T): Promise<T> {
     const t0 = performance.now();
@@ -159,22 +170,17 @@ export function imageSeed(seed: number, i: number): number {
 }
 
 /** Generates request.batchSize images; see the file comment for the method. */
-export async function generate(
-  request: Txt2ImgRequest,
-  target: DiffusionModel,
-  onProgress?: ProgressCallback,
-  signal?: AbortSignal,
-): Promise<Txt2ImgResult> {
+export async function generate(request: Txt2ImgRequest, target: DiffusionModel, hooks: GenerateHooks = {}): Promise<Txt2ImgResult> {
   checkRequest(request);
+  const { onProgress, onImage, signal } = hooks;
   const { model } = target;
   const spec = model.spec;
-  const timer = new Timer();
+  const timer = new StageTimer();
   const started = performance.now();
   const B = request.batchSize;
   const output: Size = { width: request.width, height: request.height };
   const gen = generationSize(output, request.nativeSize ?? spec.nativeSize, spec.sizeMultiple);
   const cfg = request.guidance > 1;
-  const schedulerConfig = { ...spec.scheduler.config, ...request.schedulerConfig };
 
   // Refinement plan (decided up front so progress totals are known).
   const refineOpts = request.refine === false ? { ...spec.refine, strength: 0 } : { ...spec.refine, ...request.refine };
@@ -196,21 +202,7 @@ export async function generate(
 
   // 1. Text.
   const styled = applyPreset(request.preset, request.prompt, request.negativePrompt ?? '');
-  const ids = await timer.time('tokenize', () => model.tokenizer.encodeBatch([styled.negativePrompt, styled.prompt]));
-  const te = model.graphs.text_encoder;
-  const text = await timer.time('text_encoder', () =>
-    te.run({ input_ids: idsTensor(te.input('input_ids').type, ids, [2, model.tokenizer.maxLength]) }, ['last_hidden_state']),
-  );
-  const hiddenRows = toFloat32(text.last_hidden_state!);
-  const rowLen = hiddenRows.length / 2;
-  const tokens = text.last_hidden_state!.dims[1]!;
-  /** [uncond × n ‖ cond × n], or cond × n without CFG. */
-  const hiddenFor = (n: number): Float32Array => {
-    const rows = cfg ? 2 * n : n;
-    const out = new Float32Array(rows * rowLen);
-    for (let r = 0; r < rows; r++) out.set(hiddenRows.subarray(cfg && r < n ? 0 : rowLen, cfg && r < n ? rowLen : 2 * rowLen), r * rowLen);
-    return out;
-  };
+  const text = await encodeText(target, styled.negativePrompt, styled.prompt, cfg, timer);
 
   // 2. Noise, one stream per image.
   const streams = Array.from({ length: B }, (_, i) => new GaussianStream(imageSeed(request.seed, i)));
@@ -220,8 +212,8 @@ export async function generate(
 
   // 3. Denoise at the generation size.
   const control = await timer.time('control_planes', () => controlPlanes(request.control, gen));
-  const scheduler = createScheduler(request.scheduler, request.steps, schedulerConfig);
-  let latents: Float32Array = new Float32Array(B * per);
+  const scheduler = createScheduler(request.scheduler, request.steps, { ...spec.scheduler.config, ...request.schedulerConfig });
+  const latents = new Float32Array(B * per);
   streams.forEach((s, i) => {
     const noise = s.noise(per);
     for (let k = 0; k < per; k++) latents[i * per + k] = noise[k]! * scheduler.initNoiseSigma;
@@ -232,76 +224,123 @@ export async function generate(
     streams.forEach((s, i) => out.set(s.noise(each), i * each));
     return out;
   };
-  latents = await denoise(
-    { target, request, timer, h, w, batch: B, cfg, hidden: hiddenFor(B), tokens, control, scheduler, noise: batchNoise, tick, stagePrefix: '' },
+  const denoised = await denoise(
+    { target, request, timer, h, w, batch: B, text, control, scheduler, noise: batchNoise, tick, stagePrefix: '' },
     latents,
     0,
   );
 
-  // 4. Decode.
-  let images: RawImage[] = [];
-  for (let i = 0; i < B; i++) images.push(await timer.time('vae_decode', () => decode(target, latents.subarray(i * per, (i + 1) * per), h, w)));
-
-  // 5. To the output size, refining when upscaling.
-  if (refine) {
-    const r = refine;
-    const rh = r.height / 8;
-    const rw = r.width / 8;
-    const refineControl = await timer.time('control_planes', () => controlPlanes(request.control, r));
-    const hidden = hiddenFor(1);
-    const refined: RawImage[] = [];
-    for (let i = 0; i < B; i++) {
-      const up = await timer.time('upscale', () => resizeImage(images[i]!, r.width, r.height, 'fill'));
-      const x0 = await timer.time('vae_encode', () => encode(target, up));
-      const sched = createScheduler(request.scheduler, request.steps, schedulerConfig);
+  // 4. Per image: decode, refine when upscaling, resize to the exact output size. Each image's
+  // refinement draws from its own stream, so the order of this loop does not change any pixel.
+  const refineControl = refine ? await timer.time('control_planes', () => controlPlanes(request.control, refine)) : undefined;
+  const images: RawImage[] = [];
+  for (let i = 0; i < B; i++) {
+    let image = await timer.time('vae_decode', () => decode(target, denoised.subarray(i * per, (i + 1) * per), h, w));
+    if (refine) {
+      const up = await timer.time('upscale', () => resizeImage(image, refine.width, refine.height, 'fill'));
       const stream = streams[i]!;
-      let x = sched.addNoise(x0, stream.noise(x0.length), r.start);
-      x = await denoise(
-        { target, request, timer, h: rh, w: rw, batch: 1, cfg, hidden, tokens, control: refineControl, scheduler: sched, noise: (n) => stream.noise(n), tick, stagePrefix: 'refine_' },
-        x,
-        r.start,
-      );
-      refined.push(await timer.time('refine_vae_decode', () => decode(target, x, rh, rw)));
+      const pass = { target, request, timer, text, tick, stagePrefix: 'refine_' } as const;
+      image = await img2img(pass, up, refineControl!, refine.start, (n) => stream.noise(n));
     }
-    images = refined;
-  }
-  if (images[0]!.width !== output.width || images[0]!.height !== output.height) {
-    images = await timer.time('resize', () => Promise.all(images.map((im) => resizeImage(im, output.width, output.height, 'fill'))));
+    if (image.width !== output.width || image.height !== output.height) {
+      const generated = image;
+      image = await timer.time('resize', () => resizeImage(generated, output.width, output.height, 'fill'));
+    }
+    images.push(image);
+    onImage?.(i, image);
   }
   timer.timings.total = performance.now() - started;
   return { images, timings: timer.timings, generated: gen, ...(refine ? { refined: { width: refine.width, height: refine.height, steps: refine.steps } } : {}) };
 }
 
+// ---------------------------------------------------------------------------------------------
+// Building blocks shared with the img2img passes (refinement here, the face pass in face-pass.ts)
+
+/** The text encoder's rows for one prompt pair: [uncond ‖ cond] with CFG, cond alone without. */
+export interface TextRows {
+  readonly uncond: Float32Array;
+  readonly cond: Float32Array;
+  readonly tokens: number;
+  readonly cfg: boolean;
+}
+
+/** Tokenizes and encodes [negative, positive] in one text-encoder call. */
+export async function encodeText(target: DiffusionModel, negative: string, positive: string, cfg: boolean, timer: StageTimer): Promise<TextRows> {
+  const { model } = target;
+  const ids = await timer.time('tokenize', () => model.tokenizer.encodeBatch([negative, positive]));
+  const te = model.graphs.text_encoder;
+  const out = await timer.time('text_encoder', () =>
+    te.run({ input_ids: idsTensor(te.input('input_ids').type, ids, [2, model.tokenizer.maxLength]) }, ['last_hidden_state']),
+  );
+  const rows = toFloat32(out.last_hidden_state!);
+  const half = rows.length / 2;
+  return { uncond: rows.subarray(0, half), cond: rows.subarray(half), tokens: out.last_hidden_state!.dims[1]!, cfg };
+}
+
+/** Text rows for a model batch of n images: [uncond × n ‖ cond × n], or cond × n without CFG. */
+function hiddenFor(text: TextRows, n: number): Float32Array {
+  const rowLen = text.cond.length;
+  const rows = text.cfg ? 2 * n : n;
+  const out = new Float32Array(rows * rowLen);
+  for (let r = 0; r < rows; r++) out.set(text.cfg && r < n ? text.uncond : text.cond, r * rowLen);
+  return out;
+}
+
+/** What an img2img pass shares with the run it belongs to. */
+export interface PassContext {
+  readonly target: DiffusionModel;
+  /** Guidance, control scale and window, steps and scheduler of the run. */
+  readonly request: Txt2ImgRequest;
+  readonly timer: StageTimer;
+  readonly text: TextRows;
+  readonly tick: () => void;
+  readonly stagePrefix: PassPrefix;
+}
+
+/**
+ * img2img of one image at its own size (sides multiples of 8): VAE-encode, noise to step
+ * `start` of a fresh schedule, denoise from there with the control planes (RGB in [0,1] at the
+ * image's size), decode. `noise` feeds both the initial noise and any noise the sampler injects.
+ */
+export async function img2img(pass: PassContext, image: RawImage, control: Float32Array, start: number, noise: NoiseSource): Promise<RawImage> {
+  const { target, request, timer, stagePrefix } = pass;
+  const h = image.height / 8;
+  const w = image.width / 8;
+  const clean = await timer.time(`${stagePrefix}vae_encode`, () => encode(target, image));
+  const scheduler = createScheduler(request.scheduler, request.steps, { ...target.model.spec.scheduler.config, ...request.schedulerConfig });
+  const noisy = scheduler.addNoise(clean, noise(clean.length), start);
+  const out = await denoise({ ...pass, h, w, batch: 1, control, scheduler, noise }, noisy, start);
+  return timer.time(`${stagePrefix}vae_decode`, () => decode(target, out, h, w));
+}
+
 interface LoopContext {
   readonly target: DiffusionModel;
   readonly request: Txt2ImgRequest;
-  readonly timer: Timer;
+  readonly timer: StageTimer;
   readonly h: number;
   readonly w: number;
   readonly batch: number;
-  readonly cfg: boolean;
-  /** Text rows for the model batch ([uncond × batch ‖ cond × batch] with CFG). */
-  readonly hidden: Float32Array;
-  readonly tokens: number;
+  readonly text: TextRows;
   /** Control image as RGB planes in [0,1] at 8h × 8w. */
   readonly control: Float32Array;
   readonly scheduler: Scheduler;
   readonly noise: NoiseSource;
   readonly tick: () => void;
-  readonly stagePrefix: '' | 'refine_';
+  readonly stagePrefix: '' | PassPrefix;
 }
 
 /** The sampling loop from step `start` (0 for txt2img; img2img starts later). */
 async function denoise(ctx: LoopContext, initial: Float32Array, start: number): Promise<Float32Array> {
-  const { target, request, timer, h, w, batch, cfg, scheduler } = ctx;
+  const { target, request, timer, h, w, batch, text, scheduler } = ctx;
   const { unet } = target.model.graphs;
   const cn = target.controlnet;
+  const cfg = text.cfg;
   const rows = cfg ? 2 * batch : batch;
   const per = 4 * h * w;
-  const hiddenWidth = ctx.hidden.length / rows / ctx.tokens;
-  const hiddenDims = [rows, ctx.tokens, hiddenWidth];
-  const unetHidden = floatTensor(unet.floatType('encoder_hidden_states'), ctx.hidden, hiddenDims);
-  const cnHidden = floatTensor(cn.floatType('encoder_hidden_states'), ctx.hidden, hiddenDims);
+  const hidden = hiddenFor(text, batch);
+  const hiddenDims = [rows, text.tokens, text.cond.length / text.tokens];
+  const unetHidden = floatTensor(unet.floatType('encoder_hidden_states'), hidden, hiddenDims);
+  const cnHidden = floatTensor(cn.floatType('encoder_hidden_states'), hidden, hiddenDims);
   const plane = ctx.control.length;
   const condData = new Float32Array(rows * plane);
   for (let r = 0; r < rows; r++) condData.set(ctx.control, r * plane);
@@ -317,16 +356,19 @@ async function denoise(ctx: LoopContext, initial: Float32Array, start: number): 
     ));
   const n = scheduler.timesteps.length;
   const loopLength = n - start;
-  const stage = (s: 'controlnet' | 'unet' | 'scheduler'): Txt2ImgStage => `${ctx.stagePrefix}${s}` as Txt2ImgStage;
+  const stage = (s: 'controlnet' | 'unet' | 'scheduler'): Txt2ImgStage => `${ctx.stagePrefix}${s}`;
 
+  // One model-input and one guidance buffer for the whole loop: a fresh pair per step is
+  // garbage the collector has to chase between ONNX runs.
+  const modelIn = new Float32Array(rows * per);
+  const guided = cfg ? new Float32Array(batch * per) : undefined;
+  const sampleDims = [rows, 4, h, w];
   let latents = initial;
   for (let i = start; i < n; i++) {
     const t = scheduler.timesteps[i]!;
     const input = scheduler.scaleModelInput(latents, i);
-    const modelIn = new Float32Array(rows * per);
     modelIn.set(input, 0);
     if (cfg) modelIn.set(input, batch * per);
-    const sampleDims = [rows, 4, h, w];
     // img2img applies the window to the steps it runs, as diffusers' img2img pipeline does.
     const active = request.controlScale > 0 && controlActive(i - start, loopLength, request.controlStart, request.controlEnd);
     let residuals: Record<string, ort.Tensor>;
@@ -361,17 +403,7 @@ async function denoise(ctx: LoopContext, initial: Float32Array, start: number): 
       return toFloat32(out.out_sample!);
     });
     latents = await timer.time(stage('scheduler'), () => {
-      let eps = pred.subarray(0, batch * per);
-      if (cfg) {
-        const g = request.guidance;
-        const guided = new Float32Array(batch * per);
-        const off = batch * per;
-        for (let k = 0; k < guided.length; k++) {
-          const u = pred[k]!;
-          guided[k] = u + g * (pred[off + k]! - u);
-        }
-        eps = guided;
-      }
+      const eps = guided ? applyGuidance(pred, request.guidance, guided) : pred.subarray(0, batch * per);
       return scheduler.step(eps, i, latents, ctx.noise);
     });
     ctx.tick();
@@ -379,8 +411,18 @@ async function denoise(ctx: LoopContext, initial: Float32Array, start: number): 
   return latents;
 }
 
+/** Classifier-free guidance into `out`: u + g·(c − u), with pred = [uncond ‖ cond] of out.length each. */
+export function applyGuidance(pred: Float32Array, guidance: number, out: Float32Array): Float32Array {
+  const off = out.length;
+  for (let k = 0; k < off; k++) {
+    const u = pred[k]!;
+    out[k] = u + guidance * (pred[off + k]! - u);
+  }
+  return out;
+}
+
 /** Control image → RGB planes in [0,1] at `size` (Lanczos when it is not already that size). */
-async function controlPlanes(image: RawImage, size: Size): Promise<Float32Array> {
+export async function controlPlanes(image: RawImage, size: Size): Promise<Float32Array> {
   const src = image.width === size.width && image.height === size.height ? image : await resizeImage(image, size.width, size.height, 'fill');
   const out = new Float32Array(3 * size.width * size.height);
   packRgbPlanar(src, out);
@@ -391,7 +433,8 @@ async function controlPlanes(image: RawImage, size: Size): Promise<Float32Array>
 async function decode(target: DiffusionModel, latents: Float32Array, h: number, w: number): Promise<RawImage> {
   const vae = target.model.graphs.vae_decoder;
   const k = 1 / target.model.spec.latentScale;
-  const scaled = Float32Array.from(latents, (v) => v * k);
+  const scaled = new Float32Array(latents.length);
+  for (let i = 0; i < scaled.length; i++) scaled[i] = latents[i]! * k;
   const out = await vae.run({ latent_sample: floatTensor(vae.floatType('latent_sample'), scaled, [1, 4, h, w]) }, ['sample']);
   const img = out.sample!;
   const [, c, H, W] = img.dims;
@@ -409,6 +452,8 @@ async function encode(target: DiffusionModel, image: RawImage): Promise<Float32A
   const data = toFloat32(t);
   const per = 4 * t.dims[2]! * t.dims[3]!;
   const k = target.model.spec.latentScale;
-  return Float32Array.from(data.subarray(0, per), (v) => v * k);
+  const latents = new Float32Array(per);
+  for (let i = 0; i < per; i++) latents[i] = data[i]! * k;
+  return latents;
 }
 

@@ -10,11 +10,14 @@
  *   NSFW            any flagged image rejects the whole job ({ kind: 'nsfw' })
  *   isScanables     scanCheck of each image against the expected text
  *   files           PNG
+ * The scan check and PNG encoding of each image start as soon as the thread hands the image
+ * over, so they overlap the rest of the batch and the NSFW check instead of following them.
  *
  * Outpainting is not served yet (workflow_unavailable, refunded).
  */
 import type { Logger } from 'pino';
 import { encodePng } from '../image/decode.ts';
+import type { RawImage } from '../image/raw.ts';
 import type { ImageFetchLimits } from '../image/fetch.ts';
 import type { OutboundPolicy } from '../net/safe-url.ts';
 import { resolveWorkflow, type ManifestData } from '../pipeline/manifest.ts';
@@ -126,6 +129,13 @@ export class DiffusionRunner implements JobRunner {
     timings.qr_render = performance.now() - t0;
     const { width, height } = plan.canvas;
 
+    // Each image is scan-checked (main thread) and PNG-encoded (libuv pool) as soon as the
+    // thread hands it over, while the thread goes on with the next image and the NSFW check.
+    const finishing: Promise<FinishedImage>[] = [];
+    const finish = async (image: RawImage): Promise<FinishedImage> => {
+      const [scan, png] = await Promise.all([timed(() => scanCheck(image, expected, codeSide !== undefined ? { codeSide } : {})), timed(() => encodePng(image))]);
+      return { scannable: scan.value.scannable, data: png.value, scanMs: scan.ms, pngMs: png.ms };
+    };
     const i0 = performance.now();
     let result: InferenceResult;
     try {
@@ -136,6 +146,11 @@ export class DiffusionRunner implements JobRunner {
           onProgress: (step, total) => {
             log.debug({ step, total }, 'generation step');
             options.onProgress?.(step, total);
+          },
+          onImage: (index, image) => {
+            finishing[index] = finish(image);
+            // Observed below; an NSFW or failed run may never await it.
+            finishing[index].catch(() => undefined);
           },
         },
       );
@@ -155,18 +170,30 @@ export class DiffusionRunner implements JobRunner {
       return { outcome: { kind: 'nsfw' }, timings, seed: settings.seed, width, height };
     }
 
-    const s0 = performance.now();
-    const scannable: boolean[] = [];
-    for (const image of result.images) scannable.push((await scanCheck(image, expected, codeSide !== undefined ? { codeSide } : {})).scannable);
-    timings.scan = performance.now() - s0;
-    const p0 = performance.now();
-    const pngs = await Promise.all(result.images.map((image) => encodePng(image)));
-    timings.png = performance.now() - p0;
+    const f0 = performance.now();
+    const finished = await Promise.all(result.images.map((image, i) => finishing[i] ?? finish(image)));
+    // Scan and PNG overlap the generation; `finish` is what is left of them after it.
+    timings.finish = performance.now() - f0;
+    timings.scan = finished.reduce((sum, f) => sum + f.scanMs, 0);
+    timings.png = finished.reduce((sum, f) => sum + f.pngMs, 0);
     timings.total = performance.now() - t0;
-    const images: RenderedImage[] = pngs.map((data, i) => ({ data, extension: 'png', isScannable: scannable[i]! }));
-    log.info({ isScanables: scannable, ms: roundAll(timings) }, 'generation done');
+    const images: RenderedImage[] = finished.map((f) => ({ data: f.data, extension: 'png', isScannable: f.scannable }));
+    log.info({ isScanables: images.map((im) => im.isScannable), ms: roundAll(timings) }, 'generation done');
     return { outcome: { kind: 'images', images }, timings, seed: settings.seed, width, height };
   }
+}
+
+interface FinishedImage {
+  readonly scannable: boolean;
+  readonly data: Buffer;
+  readonly scanMs: number;
+  readonly pngMs: number;
+}
+
+async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }> {
+  const t0 = performance.now();
+  const value = await fn();
+  return { value, ms: performance.now() - t0 };
 }
 
 function roundAll(timings: Record<string, number>): Record<string, number> {

@@ -41,7 +41,7 @@ export interface InferencePlan extends Omit<Txt2ImgRequest, 'schedulerConfig' | 
   readonly workflow: QrWorkflowName;
   /** v5 / v5s: the request's `model`. */
   readonly v5Model?: V5Model;
-  /** enhance = face: the refinement pass of inference-thread.ts. */
+  /** enhance = face: the refinement pass of pipeline/face-pass.ts. */
   readonly enhanceFace?: boolean;
 }
 
@@ -56,6 +56,14 @@ export interface InferenceResult {
 }
 
 export type ProgressListener = (step: number, total: number) => void;
+/** Each final image as soon as the thread has it, before the NSFW check (see InferenceResult.nsfw). */
+export type ImageListener = (index: number, image: RawImage) => void;
+
+export interface RunOptions {
+  readonly signal?: AbortSignal;
+  readonly onProgress?: ProgressListener;
+  readonly onImage?: ImageListener;
+}
 
 /** Options the thread is started with (workerData). */
 export const THREAD_ROLE = 'qr-art-inference';
@@ -84,7 +92,9 @@ export type FromThread =
   | { type: 'init-error'; name: string; message: string }
   | { type: 'log'; line: string }
   | { type: 'progress'; seq: number; step: number; total: number }
-  | { type: 'result'; seq: number; images: WireImage[]; nsfw: boolean[]; timings: Record<string, number>; generated: { width: number; height: number } }
+  /** Image `index` of the request, final, sent before the NSFW check (every index once, before 'result'). */
+  | { type: 'image'; seq: number; index: number; image: WireImage }
+  | { type: 'result'; seq: number; nsfw: boolean[]; timings: Record<string, number>; generated: { width: number; height: number } }
   | { type: 'failed'; seq: number; name: string; message: string }
   | { type: 'aborted'; seq: number };
 
@@ -144,6 +154,8 @@ interface Pending {
   readonly resolve: (r: InferenceResult) => void;
   readonly reject: (e: unknown) => void;
   readonly onProgress: ProgressListener | undefined;
+  readonly onImage: ImageListener | undefined;
+  readonly images: RawImage[];
   /** The caller has been answered (result, error or its own abort). */
   settled: boolean;
   /** Frees the thread for the next request. */
@@ -212,8 +224,8 @@ export class InferenceClient {
   }
 
   /** Runs one generation in the thread. Rejects at once when `signal` aborts. */
-  async run(plan: InferencePlan, options: { signal?: AbortSignal; onProgress?: ProgressListener } = {}): Promise<InferenceResult> {
-    const { signal, onProgress } = options;
+  async run(plan: InferencePlan, options: RunOptions = {}): Promise<InferenceResult> {
+    const { signal } = options;
     signal?.throwIfAborted();
     if (this.closed) throw new Error('the inference client is closed');
     const previous = this.turn;
@@ -228,7 +240,7 @@ export class InferenceClient {
       await raceAbort(previous, signal);
       const thread = await raceAbort(this.ensureThread(), signal);
       dispatched = true;
-      return await this.dispatch(thread, plan, onProgress, signal, releaseOnce);
+      return await this.dispatch(thread, plan, options, releaseOnce);
     } catch (err) {
       // Never reached the thread: pass the turn on once the request before this one is done.
       if (!dispatched) void previous.then(releaseOnce, releaseOnce);
@@ -236,7 +248,8 @@ export class InferenceClient {
     }
   }
 
-  private dispatch(thread: Thread, plan: InferencePlan, onProgress: ProgressListener | undefined, signal: AbortSignal | undefined, release: () => void): Promise<InferenceResult> {
+  private dispatch(thread: Thread, plan: InferencePlan, options: RunOptions, release: () => void): Promise<InferenceResult> {
+    const { signal, onProgress, onImage } = options;
     const seq = ++this.seq;
     return new Promise<InferenceResult>((resolve, reject) => {
       if (thread.exited) {
@@ -263,6 +276,8 @@ export class InferenceClient {
       const p: Pending = {
         seq,
         onProgress,
+        onImage,
+        images: [],
         settled: false,
         resolve: (r) => {
           if (!p.settled) (p.settled = true), resolve(r);
@@ -361,9 +376,20 @@ export class InferenceClient {
       case 'progress':
         if (p?.seq === msg.seq && !p.settled) p.onProgress?.(msg.step, msg.total);
         return;
+      case 'image': {
+        if (p?.seq !== msg.seq || p.settled) return;
+        const image = fromWire(msg.image);
+        p.images[msg.index] = image;
+        p.onImage?.(msg.index, image);
+        return;
+      }
       case 'result':
         if (p?.seq !== msg.seq) return;
-        p.resolve({ images: msg.images.map(fromWire), nsfw: msg.nsfw, timings: msg.timings, generated: msg.generated });
+        if (p.images.length !== msg.nsfw.length || msg.nsfw.some((_, i) => !p.images[i])) {
+          p.reject(new InferenceCrashError(`inference thread sent ${p.images.filter(Boolean).length} of ${msg.nsfw.length} images`));
+        } else {
+          p.resolve({ images: p.images, nsfw: msg.nsfw, timings: msg.timings, generated: msg.generated });
+        }
         p.release();
         return;
       case 'failed':

@@ -155,7 +155,7 @@ describe('generate', () => {
 
   it('reports progress for every step and times every stage', async () => {
     const seen: [number, number][] = [];
-    const r = await generate(request({ batchSize: 2 }), target, (step, total) => seen.push([step, total]));
+    const r = await generate(request({ batchSize: 2 }), target, { onProgress: (step, total) => seen.push([step, total]) });
     expect(seen).toEqual([1, 2, 3, 4, 5, 6].map((s) => [s, 6]));
     for (const stage of ['tokenize', 'text_encoder', 'controlnet', 'unet', 'scheduler', 'vae_decode', 'total'] as const) {
       expect(r.timings[stage], stage).toBeGreaterThanOrEqual(0);
@@ -163,9 +163,22 @@ describe('generate', () => {
     expect(r.timings.refine_unet).toBeUndefined();
   });
 
+  it('hands over each final image as soon as it is made, in order, the same images it returns', async () => {
+    const handed: [number, RawImage, number][] = [];
+    let steps = 0;
+    const r = await generate(request({ width: 320, height: 192, batchSize: 2, steps: 10, control: qrControl(320).image }), target, {
+      onProgress: (step) => (steps = step),
+      onImage: (i, image) => handed.push([i, image, steps]),
+    });
+    expect(handed.map(([i]) => i)).toEqual([0, 1]);
+    expect(handed.map(([, image]) => image)).toEqual(r.images);
+    // Image 0 is handed over before image 1's refinement steps run.
+    expect(handed[0]![2]).toBeLessThan(handed[1]![2]);
+  });
+
   it('stops between steps when aborted', async () => {
     const controller = new AbortController();
-    const run = generate(request({ steps: 6 }), target, (step) => step === 2 && controller.abort(new Error('job cancelled')), controller.signal);
+    const run = generate(request({ steps: 6 }), target, { onProgress: (step) => step === 2 && controller.abort(new Error('job cancelled')), signal: controller.signal });
     await expect(run).rejects.toThrow('job cancelled');
   });
 });
@@ -193,13 +206,13 @@ describe('output sizes', () => {
 
   it('an upscaled output is refined at its size (or at maxPixels) and comes out exact', async () => {
     const seen: number[] = [];
-    const r = await generate(request({ width: 320, height: 192, batchSize: 2, steps: 10, control: qrControl(320).image }), target, (_, total) => seen.push(total));
+    const r = await generate(request({ width: 320, height: 192, batchSize: 2, steps: 10, control: qrControl(320).image }), target, { onProgress: (_, total) => seen.push(total) });
     expect(r.generated).toEqual({ width: 168, height: 96 });
     expect(r.refined).toEqual({ width: 320, height: 192, steps: 3 });
     expect(r.images.map((i) => [i.width, i.height])).toEqual([[320, 192], [320, 192]]);
     expect(seen).toHaveLength(10 + 2 * 3);
     expect(new Set(seen)).toEqual(new Set([16]));
-    expect(r.timings.vae_encode).toBeGreaterThan(0);
+    expect(r.timings.refine_vae_encode).toBeGreaterThan(0);
     expect(r.timings.refine_unet).toBeGreaterThan(0);
 
     const capped = await generate(request({ width: 320, height: 192, refine: { maxPixels: 240 * 144 }, control: qrControl(320).image }), target);

@@ -14,7 +14,7 @@ import type { RawImage } from '../../src/image/raw.ts';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
 import type { JobMessage } from '../../src/queue/schemas.ts';
 import { DiffusionRunner, settingsFor } from '../../src/worker/diffusion-runner.ts';
-import { faceSquare } from '../../src/worker/inference-thread.ts';
+import { faceSquare } from '../../src/pipeline/face-pass.ts';
 import { DEFAULT_MANIFEST_PATH, InferenceClient, InferenceCrashError, InferenceRunError, type InferencePlan } from '../../src/worker/inference-client.ts';
 import { JobInputError, type RenderedImage, type RunOutcome } from '../../src/worker/runner.ts';
 import { parseCreateBody } from '../../src/workflows/validate.ts';
