@@ -41,8 +41,12 @@ const record = {
     status: { enum: ['queued', 'executing', 'executed', 'failed'] },
     input: { type: 'object', description: 'the normalized request, defaults filled in and seed resolved' },
     output: {
-      description: '"" while queued or executing; {"images":[url,…]} when executed; "NSFW contents detected!" when rejected for NSFW',
-      oneOf: [{ type: 'string' }, { type: 'object', properties: { images: { type: 'array', items: { type: 'string', format: 'uri' } } } }],
+      description:
+        '"" while queued or executing; {"images":[url,…]} when executed (outpainting without a prompt adds "caption", the text used as the prompt); "NSFW contents detected!" when rejected for NSFW',
+      oneOf: [
+        { type: 'string' },
+        { type: 'object', properties: { images: { type: 'array', items: { type: 'string', format: 'uri' } }, caption: { type: 'string' } }, required: ['images'] },
+      ],
     },
     error: {
       oneOf: [{ type: 'null' }, { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } }],

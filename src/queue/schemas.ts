@@ -33,8 +33,13 @@ export const NSFW_ERROR: PredictionError = {
 };
 
 /** The output object of a successful prediction: image URLs in request order. */
+/** Longest caption an outpainting worker may report (the captioner's own cap is lower). */
+export const MAX_CAPTION_LENGTH = 1000;
+
 export const PredictionOutput = z.object({
   images: z.array(z.string().min(1)).min(1),
+  /** Outpainting without a prompt: the captioner's description of the image, used as the prompt. */
+  caption: z.string().max(MAX_CAPTION_LENGTH).optional(),
 });
 export type PredictionOutput = z.infer<typeof PredictionOutput>;
 
@@ -54,6 +59,8 @@ export const StatusEvent = z.discriminatedUnion('status', [
     /** Object-store names of the output images, in request order; the API turns them into URLs. */
     images: z.array(z.string().regex(/^[A-Za-z0-9_-]{16,64}\.(png|jpg|webp)$/)).min(1),
     isScanables: z.array(z.boolean()),
+    /** Outpainting without a prompt: the caption that was used as the prompt. */
+    caption: z.string().max(MAX_CAPTION_LENGTH).optional(),
   }),
   z.object({
     ...eventBase,

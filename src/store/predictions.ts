@@ -253,7 +253,7 @@ export function transitionFromEvent(event: StatusEvent, fileUrl: (name: string) 
     case 'executing':
       return { status: 'executing', at: event.at };
     case 'executed':
-      return { status: 'executed', at: event.at, output: { images: event.images.map(fileUrl) }, isScanables: event.isScanables };
+      return { status: 'executed', at: event.at, output: { images: event.images.map(fileUrl), ...(event.caption !== undefined ? { caption: event.caption } : {}) }, isScanables: event.isScanables };
     case 'failed':
       // The spec fixes the NSFW error text and output; a worker cannot change them.
       return event.nsfw

@@ -77,6 +77,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
           workerId,
           images: names,
           isScanables: outcome.images.map((image) => image.isScannable),
+          ...(outcome.caption !== undefined ? { caption: outcome.caption } : {}),
         });
       }
       msg.ack();

@@ -7,7 +7,10 @@ export interface RenderedImage {
   isScannable: boolean;
 }
 
-export type RunOutcome = { kind: 'images'; images: RenderedImage[] } | { kind: 'nsfw' };
+export type RunOutcome =
+  /** caption: outpainting without a prompt, the text the captioner wrote and the model was given. */
+  | { kind: 'images'; images: RenderedImage[]; caption?: string }
+  | { kind: 'nsfw' };
 
 /** What the daemon needs from a generation pipeline: a job in, images (or an NSFW verdict) out. */
 export interface JobRunner {

@@ -95,6 +95,20 @@ describe('status events from workers', () => {
     expect(await get(executedId)).toEqual(before);
   });
 
+  it('an outpainting caption travels from the executed event into output, next to the image', async () => {
+    const created = await stack.call('POST', '/v1/predictions/queue', {
+      key: KEY,
+      body: { workflow: 'outpainting', image: 'https://example.com/photo.png', image_width: 512, image_height: 512, padding_left: 64, padding_right: 0, padding_top: 0, padding_bottom: 0, type: 'one_shot' },
+    });
+    expect(created.status).toBe(200);
+    const id = (created.body.data as { id: string }).id;
+    const name = imageName();
+    await publishEvent(worker.js, { predictionId: id, status: 'executed', at: new Date().toISOString(), workerId: WORKER, images: [name], isScanables: [false], caption: 'a blue abstract painting' });
+    const executed = await until(id, 'executed');
+    expect(executed.output).toEqual({ images: [`${FILES}/v1/files/${name}`], caption: 'a blue abstract painting' });
+    expect(executed.input).not.toHaveProperty('prompt');
+  });
+
   it('a failure refunds the charge exactly once, even when the failed event arrives three times with different message ids', async () => {
     const balanceBefore = await balanceOf(stack.api.db, 'erin');
     const created = await create();
