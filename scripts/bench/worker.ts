@@ -1,6 +1,6 @@
 /**
  * The worker's job path on CPU: v5 1:1 SD jobs (768×768, one image) through
- * DiffusionRunner.runDetailed, i.e. control image, the inference thread (tokenize, text encoder,
+ * DiffusionRunner.runDetailed, i.e. control image, the inference thread (tokenize + text encoder,
  * ControlNet + UNet per step, VAE, NSFW), scan check and PNG, as the daemon runs them.
  *   npm run bench -- worker [--jobs N] [--steps S] [--heavy] [--convs K] [--threads T]
  *
@@ -192,8 +192,7 @@ const row = (name: string, xs: readonly number[], model?: readonly number[]) => 
 });
 const table = [
   row('control image render + setup (main)', derived.controlRender),
-  row('tokenize (thread)', stage('tokenize')),
-  row('text encoder', stage('text_encoder'), ort('text_encoder')),
+  row('tokenize + text encoder', stage('text_encoder'), ort('text_encoder')),
   row('control planes (thread)', stage('control_planes')),
   row('ControlNet, per step', stage('controlnet', steps), ort('controlnet', steps)),
   row('UNet, per step', stage('unet', steps), ort('unet', steps)),

@@ -9,19 +9,22 @@
  *   npx tsx scripts/demo-models/heavy-unet.ts <output folder> [convs] [channels]
  * writes <folder>/unet/model.onnx and <folder>/manifest.json: a copy of models/manifest.json
  * whose graphs point at models/demo (absolute paths) except the UNet, which points at the
- * heavy one.
+ * heavy one (and, with `inpaint`, unet_inpaint at <folder>/unet_inpaint/model.onnx, the same
+ * stack on the demo inpainting UNet: scripts/bench/outpaint.ts --heavy).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { GraphBuilder, type Value } from './graph.ts';
-import { buildUnet } from './sd15.ts';
+import { buildUnet, buildUnetInpaint } from './sd15.ts';
 import { mulberry32 } from '../../src/util/mulberry32.ts';
 
 export interface HeavyOptions {
   /** 3×3 convolutions C → C (besides the 4 → C and C → 4 ends). */
   readonly convs: number;
   readonly channels: number;
+  /** Also write a heavy inpainting UNet (same stack on its 9-channel input) for unet_inpaint. */
+  readonly inpaint?: boolean;
 }
 
 /** Deterministic uniform weights in [-a, a] (mulberry32). */
@@ -30,7 +33,7 @@ function weights(n: number, a: number, seed: number): Float32Array {
   return Float32Array.from({ length: n }, () => (random() * 2 - 1) * a);
 }
 
-function convStack(g: GraphBuilder, x: Value, { convs, channels }: HeavyOptions): Value {
+function convStack(g: GraphBuilder, x: Value, { convs, channels }: HeavyOptions, inChannels = 4): Value {
   const conv = (input: Value, cin: number, cout: number, seed: number): Value => {
     // He-uniform scale keeps activations bounded through the stack.
     const a = Math.sqrt(6 / (cin * 9));
@@ -38,27 +41,37 @@ function convStack(g: GraphBuilder, x: Value, { convs, channels }: HeavyOptions)
     const b = g.constF32(undefined, [cout], new Float32Array(cout));
     return g.op('Conv', [input, w, b], { kernel_shape: [3, 3], pads: [1, 1, 1, 1] });
   };
-  let y = g.op('Relu', [conv(x, 4, channels, 1)]);
+  let y = g.op('Relu', [conv(x, inChannels, channels, 1)]);
   for (let i = 0; i < convs; i++) y = g.op('Relu', [conv(y, channels, channels, 100 + i)]);
   return conv(y, channels, 4, 2);
 }
 
-/** The demo UNet with the conv stack added to its output path (times zero). */
-export function buildHeavyUnet(options: HeavyOptions): Uint8Array {
+/** A demo UNet builder with the conv stack added to its output path (times zero). */
+function withConvStack(graphName: 'unet' | 'unet_inpaint', build: () => Uint8Array, options: HeavyOptions, inChannels: number): Uint8Array {
   const proto = GraphBuilder.prototype;
   const original = proto.output;
   proto.output = function (this: GraphBuilder, value, name, dtype, dims, docString) {
-    if (this.name === 'unet' && name === 'out_sample') {
-      const extra = convStack(this, 'sample', options);
+    if (this.name === graphName && name === 'out_sample') {
+      const extra = convStack(this, 'sample', options, inChannels);
       value = this.add(value, this.mul(extra, this.f(0)));
     }
     return original.call(this, value, name, dtype, dims, docString);
   };
   try {
-    return buildUnet();
+    return build();
   } finally {
     proto.output = original;
   }
+}
+
+/** The demo UNet with the conv stack added to its output path (times zero). */
+export function buildHeavyUnet(options: HeavyOptions): Uint8Array {
+  return withConvStack('unet', buildUnet, options, 4);
+}
+
+/** The demo inpainting UNet with the same stack on its 9-channel input (times zero). */
+export function buildHeavyUnetInpaint(options: HeavyOptions): Uint8Array {
+  return withConvStack('unet_inpaint', buildUnetInpaint, options, 9);
 }
 
 const DEMO_MANIFEST = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
@@ -70,11 +83,16 @@ export async function writeHeavyModels(outDir: string, options: HeavyOptions): P
     models: Record<string, { tokenizer: string; graphs: Record<string, { path: string }> }>;
   };
   await mkdir(join(outDir, 'unet'), { recursive: true });
-  const unetPath = join(outDir, 'unet', 'model.onnx');
-  await writeFile(unetPath, buildHeavyUnet(options));
+  const heavy: Record<string, string> = { unet: join(outDir, 'unet', 'model.onnx') };
+  await writeFile(heavy.unet!, buildHeavyUnet(options));
+  if (options.inpaint) {
+    await mkdir(join(outDir, 'unet_inpaint'), { recursive: true });
+    heavy.unet_inpaint = join(outDir, 'unet_inpaint', 'model.onnx');
+    await writeFile(heavy.unet_inpaint, buildHeavyUnetInpaint(options));
+  }
   for (const model of Object.values(manifest.models)) {
     model.tokenizer = resolve(demoDir, model.tokenizer);
-    for (const [role, graph] of Object.entries(model.graphs)) graph.path = role === 'unet' ? unetPath : resolve(demoDir, graph.path);
+    for (const [role, graph] of Object.entries(model.graphs)) graph.path = heavy[role] ?? resolve(demoDir, graph.path);
   }
   const file = join(outDir, 'manifest.json');
   await writeFile(file, JSON.stringify(manifest, null, 2));

@@ -50,7 +50,9 @@
  *   zero residuals mean no control) + magenta when the NSFW flag is set; P is an 8×8
  *   block low-pass and k_t the exact posterior gain of a Gaussian prior on block means, so
  *   the seed picks smooth low-frequency variations. Inpaint: x0 = masked-image latents where
- *   mask = 0, a field continuing their colours where mask = 1.
+ *   mask = 0; where mask = 1, a pyramid fill continuing their colours
+ *   outward (kept-weighted means per level, spread by a few 3×3 steps, coarser levels filling
+ *   where finer ones have nothing) plus the prompt field faded in away from the kept area.
  *
  * vae_decoder/model.onnx
  *   in  latent_sample float32 [B,4,h,w]  (pipeline divides latents by 0.18215 first)
@@ -152,8 +154,24 @@ const GENERIC_COLOUR = 1.4;
 const CONTROL_GAIN = 2.6;
 /** Prior variance of the 8×8 block means the seed chooses. */
 const SEED_VARIANCE = 0.12;
-/** Weight of the colours continued from the kept image into an inpainted region. */
-const FILL_GAIN = 0.8;
+/** Levels of the inpaint fill pyramid (each halves the latent grid; 8 reach 1×1 from 256 latents). */
+const FILL_LEVELS = 8;
+/** Inpaint fill: a pyramid cell trusts its own kept mean fully from this kept fraction × 1/FILL_TRUST up. */
+const FILL_TRUST = 4;
+/** Inpaint: share of the prompt field (before guidance) painted far from the kept image. */
+const INPAINT_PROMPT_GAIN = 0.3;
+/** Inpaint: share of the seed's block variation kept next to the kept image and far from it. */
+const SEED_FREEDOM_NEAR = 0.2;
+const SEED_FREEDOM_FAR = 0.6;
+/** Inpaint fill: 3×3 spreading steps per pyramid level. */
+const FILL_DILATIONS = 2;
+/**
+ * Inpaint: "near the kept image" falls linearly from 1 next to it (trusted cells of pyramid
+ * level NEAR_LEVEL, 4 latents = 32 px) to 0 NEAR_STEPS + 1 of those cells away (~220 px), so the
+ * prompt fades in gradually instead of at a line.
+ */
+const NEAR_LEVEL = 2;
+const NEAR_STEPS = 6;
 /** NSFW trigger: x0 gains this RGB pre-tanh magenta (before guidance). */
 const MAGENTA_PRE = [3, -3, 3];
 
@@ -342,13 +360,16 @@ function denoise(
   target: Value,
   timestep: Value,
   shape: Value,
+  /** Scales the seed's deviation from the target (inpainting keeps it small next to the kept image). */
+  freedom?: Value,
 ): { x0: Value; sa: Value; s: Value } {
   const { a, sa, s } = schedule(g, timestep);
   const vc = g.f(SEED_VARIANCE * 64); // variance in the orthonormal block basis (noise variance 1)
   const k = g.div(g.mul(sa, vc), g.add(g.mul(a, vc), g.sub(g.f(1), a)));
   const d = g.sub(x, g.mul(sa, target));
   const lowPass = resizeTo(g, avgPool(g, d, 8), sizesWithChannels(g, shape, 4));
-  const x0 = g.add(target, g.mul(k, lowPass));
+  const deviation = g.mul(k, lowPass);
+  const x0 = g.add(target, freedom ? g.mul(freedom, deviation) : deviation);
   return { x0, sa, s };
 }
 
@@ -456,6 +477,66 @@ export function buildUnet(): Uint8Array {
   return g.build({ docString: 'qr-art demo ControlNet-ready UNet (analytic denoiser); see scripts/demo-models/sd15.ts' });
 }
 
+/** 2×2 average pool that keeps odd edges (ceil) and works down to 1×1: the pad is not counted. */
+function halfPool(g: GraphBuilder, x: Value): Value {
+  return g.op('AveragePool', [x], { kernel_shape: [2, 2], strides: [2, 2], pads: [0, 0, 1, 1], count_include_pad: 0 });
+}
+
+/**
+ * Pyramid fill of the masked area from the kept latents. Going up: kept-weighted means pooled
+ * 2×2 per level (channels 0-3: mean of kept·keep, channel 4: mean of keep). Coming down from the
+ * top (whose empty cells take the global kept mean): at each level a cell trusts its own kept
+ * mean (fully from a 1/FILL_TRUST kept share, so edge colours are not washed out by wider,
+ * greyer means), FILL_DILATIONS 3×3 steps spread trusted values into untrusted neighbours
+ * (so stripes and edge colours run outward instead of averaging with what lies beside them),
+ * and what is still untrusted takes the bilinearly upsampled coarser level. A cell d latents
+ * from the kept area thus gets its colour from a level whose cells are about d/FILL_DILATIONS
+ * wide: sharp next to the image, smoothly vaguer further out.
+ * Also returns how near each cell is to kept content (0..1), for fading the prompt in.
+ */
+function pyramidFill(g: GraphBuilder, kept: Value, keep: Value): { fill: Value; near: Value } {
+  const levels: Value[] = [g.op('Concat', [g.mul(kept, keep), keep], { axis: 1 })];
+  for (let l = 1; l <= FILL_LEVELS; l++) levels.push(halfPool(g, levels[l - 1]!));
+  const sums = (v: Value): Value => g.slice(v, 1, 0, 4);
+  const weight = (v: Value): Value => g.slice(v, 1, 4, 5);
+  const eps = (v: Value): Value => g.op('Max', [v, g.f(1e-6)]);
+  const box4 = g.constF32('fill_box4', [4, 1, 3, 3], new Array<number>(36).fill(1));
+  const box1 = g.constF32('fill_box1', [1, 1, 3, 3], new Array<number>(9).fill(1));
+  const boxSum = (x: Value, w: Value, group: number): Value => g.op('Conv', [x, w], { pads: [1, 1, 1, 1], group });
+  const mix = (k: Value, a: Value, b: Value): Value => g.add(g.mul(k, a), g.mul(g.sub(g.f(1), k), b));
+  /** One level: its trusted means, dilated; then the coarser fill where it is still untrusted. */
+  const level = (v: Value, coarser: (shape: Value) => Value): { fill: Value; trust: Value } => {
+    let value = g.div(sums(v), eps(weight(v)));
+    let trust = g.op('Min', [g.mul(weight(v), g.f(FILL_TRUST)), g.f(1)]);
+    for (let i = 0; i < FILL_DILATIONS; i++) {
+      const n = boxSum(trust, box1, 1);
+      value = mix(trust, value, g.div(boxSum(g.mul(value, trust), box4, 4), eps(n)));
+      trust = g.op('Min', [n, g.f(1)]);
+    }
+    return { fill: mix(trust, value, coarser(g.op('Shape', [v]))), trust };
+  };
+  const top = levels[FILL_LEVELS]!;
+  const global = g.div(g.reduceSum(sums(top), [2, 3]), eps(g.reduceSum(weight(top), [2, 3])));
+  let fill = level(top, () => global).fill;
+  let near: Value | undefined;
+  for (let l = FILL_LEVELS - 1; l >= 0; l--) {
+    const coarser = fill;
+    const out = level(levels[l]!, (shape) => resizeTo(g, coarser, sizesWithChannels(g, shape, 4)));
+    fill = out.fill;
+    if (l === NEAR_LEVEL) {
+      // Mean of 0..NEAR_STEPS 3×3 dilations: 1 − d/(NEAR_STEPS + 1) at d cells from trusted ones.
+      let grown = out.trust;
+      let sum = grown;
+      for (let j = 0; j < NEAR_STEPS; j++) {
+        grown = g.op('MaxPool', [grown], { kernel_shape: [3, 3], strides: [1, 1], pads: [1, 1, 1, 1] });
+        sum = g.add(sum, grown);
+      }
+      near = g.mul(sum, g.f(1 / (NEAR_STEPS + 1)));
+    }
+  }
+  return { fill, near: resizeTo(g, near!, sizesWithChannels(g, g.op('Shape', [keep]), 1)) };
+}
+
 export function buildUnetInpaint(): Uint8Array {
   const g = new GraphBuilder('unet_inpaint');
   const { x: sample, timestep, ehs } = unetInputs(g, 9);
@@ -464,16 +545,17 @@ export function buildUnetInpaint(): Uint8Array {
   const kept = g.slice(sample, 1, 5, 9);
   const shape = g.op('Shape', [x]);
   const keep = g.sub(g.f(1), mask);
-  // Normalised convolution: nearby kept colours spread into the hole.
-  const num = avgPool(g, g.mul(kept, keep), 8);
-  const den = g.op('Max', [avgPool(g, keep, 8), g.f(1e-3)]);
-  const fill = resizeTo(g, g.div(num, den), sizesWithChannels(g, shape, 4));
+  const { fill, near } = pyramidFill(g, kept, keep);
+  // Next to the kept image the fill continues it; further out the prompt's field shows through.
   const { field, nsfw } = promptField(g, ehs, shape);
-  const target = g.add(g.add(field, g.mul(fill, g.f(FILL_GAIN))), magentaTerm(g, nsfw));
-  const { x0: generated, sa, s } = denoise(g, x, target, timestep, shape);
+  const prompt = g.mul(g.mul(field, g.f(INPAINT_PROMPT_GAIN)), g.sub(g.f(1), near));
+  const target = g.add(g.add(fill, prompt), magentaTerm(g, nsfw));
+  // The seed varies the painted area less next to the image, so the seam stays calm.
+  const freedom = g.add(g.f(SEED_FREEDOM_FAR), g.mul(near, g.f(SEED_FREEDOM_NEAR - SEED_FREEDOM_FAR)));
+  const { x0: generated, sa, s } = denoise(g, x, target, timestep, shape, freedom);
   const x0 = g.add(g.mul(keep, kept), g.mul(mask, generated));
   g.output(epsFrom(g, x, x0, sa, s), 'out_sample', 'float32', LATENT_DIMS);
-  return g.build({ docString: 'qr-art demo 9-channel inpainting UNet; see scripts/demo-models/sd15.ts' });
+  return g.build({ docString: 'qr-art demo 9-channel inpainting UNet (pyramid fill + prompt field); see scripts/demo-models/sd15.ts' });
 }
 
 export function buildVaeDecoder(): Uint8Array {

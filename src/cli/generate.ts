@@ -188,7 +188,7 @@ export async function generateCommand(argv: string[], config: GenerateConfig = {
     for (const [i, image] of run.outcome.images.entries()) {
       const file = path.join(out, `${run.seed}-${i}.${image.extension}`);
       await writeFile(file, image.data);
-      files.push({ path: file, isScannable: image.isScannable });
+      files.push({ path: file, isScannable: image.isScannable === true });
     }
     const timings = Object.fromEntries(Object.entries(run.timings).map(([k, v]) => [k, Math.round(v)]));
     if (values.json) {

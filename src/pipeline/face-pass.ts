@@ -14,7 +14,8 @@ import { applyPreset } from './prompts.ts';
 import { GaussianStream } from './random.ts';
 import { img2imgStartIndex } from './schedulers/index.ts';
 import type { DiffusionModel } from './sessions.ts';
-import { controlPlanes, encodeText, imageSeed, img2img, StageTimer, type Txt2ImgRequest } from './txt2img.ts';
+import { encodePrompts, StageClock } from './diffusion-parts.ts';
+import { controlPlanes, imageSeed, img2img, type StageTimer, type Txt2ImgRequest } from './txt2img.ts';
 
 export const FACE = Object.freeze({
   region: 0.5,
@@ -53,14 +54,14 @@ export interface FacePassHooks {
 /** The face pass over each image of a generation made from `request` (same seeds, control and settings). */
 export async function enhanceFaces(images: readonly RawImage[], request: Txt2ImgRequest, target: DiffusionModel, hooks: FacePassHooks): Promise<RawImage[]> {
   const spec = target.model.spec;
-  const timer = hooks.timer ?? new StageTimer();
+  const timer: StageTimer = hooks.timer ?? new StageClock();
   const sq = faceSquare(request.width, request.height);
   const cap = Math.floor(Math.sqrt(spec.refine.maxPixels) / spec.sizeMultiple) * spec.sizeMultiple;
   const work = Math.min(cap, Math.ceil(Math.max(sq.side, spec.nativeSize) / spec.sizeMultiple) * spec.sizeMultiple);
 
   const styled = applyPreset(request.preset, request.prompt, request.negativePrompt ?? '');
   const negative = [styled.negativePrompt, FACE.negative].filter(Boolean).join(', ');
-  const text = await encodeText(target, negative, `${styled.prompt}, ${FACE.prompt}`, request.guidance > 1, timer);
+  const text = await encodePrompts(target.model, `${styled.prompt}, ${FACE.prompt}`, negative, request.guidance > 1);
 
   // The control image's matching square (the control may be at another size than the output).
   const cx = request.control.width / request.width;

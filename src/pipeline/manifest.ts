@@ -96,23 +96,50 @@ const ModelSpecSchema = z.strictObject({
 });
 export type ModelSpec = z.infer<typeof ModelSpecSchema>;
 
-const WorkflowSettingsSchema = z
-  .strictObject({
-    comment,
-    model: z.string().min(1),
-    /** An entry of `controlnets`; the model's own graphs.controlnet when absent. */
-    controlnet: z.string().min(1).optional(),
-    /** The model's scheduler when absent. */
-    scheduler: SchedulerNameSchema.optional(),
-    /** Defaults for requests that carry no steps / cfg (v1-v4 carry no cfg; v4 no steps). */
-    steps: z.number().int().min(1).max(200),
-    guidance: z.number().min(0).max(30),
-    /** Fractions of the schedule during which the ControlNet is applied (diffusers' control_guidance_start/end). */
-    controlStart: z.number().min(0).max(1).default(0),
-    controlEnd: z.number().min(0).max(1).default(1),
-  })
-  .refine((s) => s.controlStart < s.controlEnd, { message: 'controlStart must be below controlEnd', path: ['controlStart'] });
+const WorkflowSettingsObject = z.strictObject({
+  comment,
+  model: z.string().min(1),
+  /** An entry of `controlnets`; the model's own graphs.controlnet when absent. */
+  controlnet: z.string().min(1).optional(),
+  /** The model's scheduler when absent. */
+  scheduler: SchedulerNameSchema.optional(),
+  /** Defaults for requests that carry no steps / cfg (v1-v4 carry no cfg; v4 no steps). */
+  steps: z.number().int().min(1).max(200),
+  guidance: z.number().min(0).max(30),
+  /** Fractions of the schedule during which the ControlNet is applied (diffusers' control_guidance_start/end). */
+  controlStart: z.number().min(0).max(1).default(0),
+  controlEnd: z.number().min(0).max(1).default(1),
+});
+const controlWindow = { message: 'controlStart must be below controlEnd', path: ['controlStart'] };
+const WorkflowSettingsSchema = WorkflowSettingsObject.refine((s) => s.controlStart < s.controlEnd, controlWindow);
 export type WorkflowSettings = z.infer<typeof WorkflowSettingsSchema>;
+
+/**
+ * Outpainting (see src/pipeline/outpaint.ts and docs/outpainting.md): `steps` is the one_shot
+ * step count; multi_shots runs `multiShots.steps` per pass and grows the border in passes of at
+ * most `multiShots.passFraction` × nativeSize working pixels. The control window does not apply.
+ */
+const OutpaintingSettingsSchema = WorkflowSettingsObject.extend({
+  multiShots: z
+    .strictObject({
+      steps: z.number().int().min(1).max(200).default(30),
+      /** Largest extension of one pass, as a fraction of the model's native size. */
+      passFraction: z.number().min(0.05).max(1).default(0.25),
+      /** At least 2 (else it would be one_shot); the pass size grows when the border needs more. */
+      maxPasses: z.number().int().min(2).max(16).default(6),
+    })
+    .default({ steps: 30, passFraction: 0.25, maxPasses: 6 }),
+  /** Seam blend, in output pixels into the original image (the rest of it is kept byte for byte). */
+  featherPixels: z.number().int().min(0).max(256).default(16),
+  /** How far a pass repaints into the previous pass's ring (working pixels), so rings blend too. */
+  overlapPixels: z.number().int().min(0).max(512).default(32),
+  /** Largest canvas painted at full resolution; larger ones are painted at this area and upscaled. Default nativeSize². */
+  maxPixels: z.number().int().min(64 * 64).optional(),
+  /** Captioner: largest number of generated tokens, and beams (1 = greedy). Defaults: generation_config.json's, else 20 and 1. */
+  captionMaxTokens: z.number().int().min(1).max(128).optional(),
+  captionBeams: z.number().int().min(1).max(8).optional(),
+}).refine((s) => s.controlStart < s.controlEnd, controlWindow);
+export type OutpaintingSettings = z.infer<typeof OutpaintingSettingsSchema>;
 
 const V5_WORKFLOWS = ['generate_qr_art_v5', 'generate_qr_art_v5s'] as const satisfies readonly QrWorkflowName[];
 type V5WorkflowName = (typeof V5_WORKFLOWS)[number];
@@ -128,7 +155,7 @@ const WorkflowsSchema = z.strictObject({
     typeof WorkflowSettingsSchema
   > &
     Record<V5WorkflowName, typeof ByV5ModelSchema>),
-  outpainting: WorkflowSettingsSchema.optional(),
+  outpainting: OutpaintingSettingsSchema.optional(),
 });
 
 const ManifestSchema = z.strictObject({
@@ -242,6 +269,28 @@ export function resolveWorkflow(manifest: ManifestData, workflow: WorkflowName, 
     modelId: settings.model,
     model,
     controlnetId: settings.controlnet,
+    settings,
+    scheduler: settings.scheduler ?? model.scheduler.name,
+    schedulerConfig: model.scheduler.config,
+  };
+}
+
+export interface ResolvedOutpainting {
+  readonly modelId: string;
+  readonly model: ModelSpec;
+  readonly settings: OutpaintingSettings;
+  readonly scheduler: SchedulerName;
+  readonly schedulerConfig: Partial<SchedulerConfig>;
+}
+
+/** The model and outpainting defaults of workflows.outpainting. */
+export function resolveOutpainting(manifest: ManifestData): ResolvedOutpainting {
+  const settings = manifest.workflows.outpainting;
+  if (settings === undefined) throw new ManifestError('the model manifest has no entry for workflow outpainting');
+  const model = manifest.models[settings.model]!;
+  return {
+    modelId: settings.model,
+    model,
     settings,
     scheduler: settings.scheduler ?? model.scheduler.name,
     schedulerConfig: model.scheduler.config,

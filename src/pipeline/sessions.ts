@@ -8,20 +8,24 @@
  * outputs are addressed by role; the manifest maps a role to the export's name where it differs.
  */
 import { access } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import ort from 'onnxruntime-node';
 import type { Logger } from 'pino';
+import { loadCaptionerConfig, type CaptionerConfig } from './caption-config.ts';
 import { ClipTokenizer } from './tokenizer.ts';
 import {
   displayPath,
   GRAPH_ROLES,
   manifestPath,
   REQUIRED_ROLES,
+  resolveOutpainting,
   resolveWorkflow,
   workflowEntries,
   type GraphRole,
   type GraphSpec,
   type Manifest,
   type ModelSpec,
+  type ResolvedOutpainting,
   type ResolvedWorkflow,
 } from './manifest.ts';
 import { floatTensor, idsTensor, numberTensor, type FloatType } from './tensors.ts';
@@ -278,6 +282,14 @@ export interface ModelSessions {
     readonly controlnet: GraphSession;
     readonly vae_decoder: GraphSession;
   };
+  /** Tokenizer and generation settings of the captioner, when both captioner graphs are loaded. */
+  readonly captioner?: CaptionerConfig;
+}
+
+/** What an outpainting run needs: the model (with unet_inpaint and vae_encoder) and the workflow's settings. */
+export interface OutpaintModel {
+  readonly model: ModelSessions;
+  readonly resolved: ResolvedOutpainting;
 }
 
 /** What a txt2img run needs: the model and the ControlNet the workflow pairs it with. */
@@ -304,6 +316,16 @@ export class PipelineSessions {
     const controlnet = resolved.controlnetId === undefined ? model.graphs.controlnet : this.controlnets.get(resolved.controlnetId);
     if (!controlnet) throw new GraphSessionError(`controlnet '${resolved.controlnetId}' (for ${workflow}) is not loaded by this worker`);
     return { model, controlnet, resolved };
+  }
+
+  /** Model and settings of workflows.outpainting; fails naming what is missing (inpainting UNet, VAE encoder). */
+  forOutpainting(): OutpaintModel {
+    const resolved = resolveOutpainting(this.manifest);
+    const model = this.models.get(resolved.modelId);
+    if (!model) throw new GraphSessionError(`model '${resolved.modelId}' (for outpainting) is not loaded by this worker`);
+    const missing = (['unet_inpaint', 'vae_encoder'] as const).filter((r) => !model.graphs[r]);
+    if (missing.length > 0) throw new GraphSessionError(`model '${resolved.modelId}' (for outpainting) has no ${missing.join(' or ')} graph loaded`);
+    return { model, resolved };
   }
 
   async release(): Promise<void> {
@@ -390,7 +412,17 @@ export async function createSessions(manifest: Manifest, options: SessionOptions
       } catch (err) {
         throw new GraphSessionError(`${displayPath(tokenizerDir)}: tokenizer of model '${id}' cannot be loaded: ${(err as Error).message}`);
       }
-      const m: ModelSessions = { id, spec, tokenizer, graphs: graphs as ModelSessions['graphs'] };
+      let captioner: CaptionerConfig | undefined;
+      if (graphs.captioner_encoder && graphs.captioner_decoder) {
+        // The export's tokenizer.json and generation config lie beside its decoder graph.
+        const dir = dirname(manifestPath(manifest, spec.graphs.captioner_decoder!.path));
+        try {
+          captioner = await loadCaptionerConfig(dir);
+        } catch (err) {
+          throw new GraphSessionError(`${displayPath(dir)}: captioner of model '${id}' cannot be loaded: ${(err as Error).message}`);
+        }
+      }
+      const m: ModelSessions = { id, spec, tokenizer, graphs: graphs as ModelSessions['graphs'], ...(captioner ? { captioner } : {}) };
       checkModel(m, log);
       models.set(id, m);
     }

@@ -32,7 +32,8 @@ import { applyPreset } from './prompts.ts';
 import { GaussianStream, MAX_SEED } from './random.ts';
 import { createScheduler, img2imgStartIndex, type NoiseSource, type Scheduler, type SchedulerConfig, type SchedulerName } from './schedulers/index.ts';
 import { CONTROL_RESIDUALS, type DiffusionModel } from './sessions.ts';
-import { floatTensor, idsTensor, packRgbPlanar, product, toFloat32, unpackRgbPlanar } from './tensors.ts';
+import { encodePrompts, guide, StageClock, textForBatch, vaeDecode, vaeEncode, type TextConditioning } from './diffusion-parts.ts';
+import { floatTensor, packRgbPlanar, product, toFloat32 } from './tensors.ts';
 
 export interface Txt2ImgRequest {
   readonly prompt: string;
@@ -61,7 +62,6 @@ export interface Txt2ImgRequest {
 }
 
 export type Txt2ImgStage =
-  | 'tokenize'
   | 'text_encoder'
   | 'control_planes'
   | 'controlnet'
@@ -135,17 +135,8 @@ export function controlActive(i: number, n: number, start: number, end: number):
 // ---------------------------------------------------------------------------------------------
 // The run
 
-export class StageTimer {
-  readonly timings: Partial<Record<Txt2ImgStage, number>> = {};
-  async time<T>(stage: Txt2ImgStage, fn: () => Promise<T> | T): Promise<T> {
-    const t0 = performance.now();
-    try {
-      return await fn();
-    } finally {
-      this.timings[stage] = (this.timings[stage] ?? 0) + performance.now() - t0;
-    }
-  }
-}
+/** The stage clock of a txt2img run (its passes included). */
+export type StageTimer = StageClock<Txt2ImgStage>;
 
 export function checkRequest(r: Txt2ImgRequest): void {
   const int = (v: number, min: number, max: number, what: string): void => {
@@ -175,7 +166,7 @@ export async function generate(request: Txt2ImgRequest, target: DiffusionModel, 
   const { onProgress, onImage, signal } = hooks;
   const { model } = target;
   const spec = model.spec;
-  const timer = new StageTimer();
+  const timer: StageTimer = new StageClock();
   const started = performance.now();
   const B = request.batchSize;
   const output: Size = { width: request.width, height: request.height };
@@ -202,7 +193,7 @@ export async function generate(request: Txt2ImgRequest, target: DiffusionModel, 
 
   // 1. Text.
   const styled = applyPreset(request.preset, request.prompt, request.negativePrompt ?? '');
-  const text = await encodeText(target, styled.negativePrompt, styled.prompt, cfg, timer);
+  const text = await timer.time('text_encoder', () => encodePrompts(model, styled.prompt, styled.negativePrompt, cfg));
 
   // 2. Noise, one stream per image.
   const streams = Array.from({ length: B }, (_, i) => new GaussianStream(imageSeed(request.seed, i)));
@@ -235,7 +226,7 @@ export async function generate(request: Txt2ImgRequest, target: DiffusionModel, 
   const refineControl = refine ? await timer.time('control_planes', () => controlPlanes(request.control, refine)) : undefined;
   const images: RawImage[] = [];
   for (let i = 0; i < B; i++) {
-    let image = await timer.time('vae_decode', () => decode(target, denoised.subarray(i * per, (i + 1) * per), h, w));
+    let image = await timer.time('vae_decode', () => vaeDecode(model, denoised.subarray(i * per, (i + 1) * per), h, w));
     if (refine) {
       const up = await timer.time('upscale', () => resizeImage(image, refine.width, refine.height, 'fill'));
       const stream = streams[i]!;
@@ -256,43 +247,13 @@ export async function generate(request: Txt2ImgRequest, target: DiffusionModel, 
 // ---------------------------------------------------------------------------------------------
 // Building blocks shared with the img2img passes (refinement here, the face pass in face-pass.ts)
 
-/** The text encoder's rows for one prompt pair: [uncond ‖ cond] with CFG, cond alone without. */
-export interface TextRows {
-  readonly uncond: Float32Array;
-  readonly cond: Float32Array;
-  readonly tokens: number;
-  readonly cfg: boolean;
-}
-
-/** Tokenizes and encodes [negative, positive] in one text-encoder call. */
-export async function encodeText(target: DiffusionModel, negative: string, positive: string, cfg: boolean, timer: StageTimer): Promise<TextRows> {
-  const { model } = target;
-  const ids = await timer.time('tokenize', () => model.tokenizer.encodeBatch([negative, positive]));
-  const te = model.graphs.text_encoder;
-  const out = await timer.time('text_encoder', () =>
-    te.run({ input_ids: idsTensor(te.input('input_ids').type, ids, [2, model.tokenizer.maxLength]) }, ['last_hidden_state']),
-  );
-  const rows = toFloat32(out.last_hidden_state!);
-  const half = rows.length / 2;
-  return { uncond: rows.subarray(0, half), cond: rows.subarray(half), tokens: out.last_hidden_state!.dims[1]!, cfg };
-}
-
-/** Text rows for a model batch of n images: [uncond × n ‖ cond × n], or cond × n without CFG. */
-function hiddenFor(text: TextRows, n: number): Float32Array {
-  const rowLen = text.cond.length;
-  const rows = text.cfg ? 2 * n : n;
-  const out = new Float32Array(rows * rowLen);
-  for (let r = 0; r < rows; r++) out.set(text.cfg && r < n ? text.uncond : text.cond, r * rowLen);
-  return out;
-}
-
 /** What an img2img pass shares with the run it belongs to. */
 export interface PassContext {
   readonly target: DiffusionModel;
   /** Guidance, control scale and window, steps and scheduler of the run. */
   readonly request: Txt2ImgRequest;
   readonly timer: StageTimer;
-  readonly text: TextRows;
+  readonly text: TextConditioning;
   readonly tick: () => void;
   readonly stagePrefix: PassPrefix;
 }
@@ -306,11 +267,13 @@ export async function img2img(pass: PassContext, image: RawImage, control: Float
   const { target, request, timer, stagePrefix } = pass;
   const h = image.height / 8;
   const w = image.width / 8;
-  const clean = await timer.time(`${stagePrefix}vae_encode`, () => encode(target, image));
+  const planes = new Float32Array(3 * image.width * image.height);
+  packRgbPlanar(image, planes, 0, 2, -1);
+  const clean = await timer.time(`${stagePrefix}vae_encode`, () => vaeEncode(target.model, planes, image.width, image.height));
   const scheduler = createScheduler(request.scheduler, request.steps, { ...target.model.spec.scheduler.config, ...request.schedulerConfig });
   const noisy = scheduler.addNoise(clean, noise(clean.length), start);
   const out = await denoise({ ...pass, h, w, batch: 1, control, scheduler, noise }, noisy, start);
-  return timer.time(`${stagePrefix}vae_decode`, () => decode(target, out, h, w));
+  return timer.time(`${stagePrefix}vae_decode`, () => vaeDecode(target.model, out, h, w));
 }
 
 interface LoopContext {
@@ -320,7 +283,7 @@ interface LoopContext {
   readonly h: number;
   readonly w: number;
   readonly batch: number;
-  readonly text: TextRows;
+  readonly text: TextConditioning;
   /** Control image as RGB planes in [0,1] at 8h × 8w. */
   readonly control: Float32Array;
   readonly scheduler: Scheduler;
@@ -334,11 +297,11 @@ async function denoise(ctx: LoopContext, initial: Float32Array, start: number): 
   const { target, request, timer, h, w, batch, text, scheduler } = ctx;
   const { unet } = target.model.graphs;
   const cn = target.controlnet;
-  const cfg = text.cfg;
-  const rows = cfg ? 2 * batch : batch;
+  const cfg = text.rows === 2;
+  const rows = text.rows * batch;
   const per = 4 * h * w;
-  const hidden = hiddenFor(text, batch);
-  const hiddenDims = [rows, text.tokens, text.cond.length / text.tokens];
+  const hidden = textForBatch(text, batch);
+  const hiddenDims = [rows, text.tokens, text.width];
   const unetHidden = floatTensor(unet.floatType('encoder_hidden_states'), hidden, hiddenDims);
   const cnHidden = floatTensor(cn.floatType('encoder_hidden_states'), hidden, hiddenDims);
   const plane = ctx.control.length;
@@ -403,22 +366,12 @@ async function denoise(ctx: LoopContext, initial: Float32Array, start: number): 
       return toFloat32(out.out_sample!);
     });
     latents = await timer.time(stage('scheduler'), () => {
-      const eps = guided ? applyGuidance(pred, request.guidance, guided) : pred.subarray(0, batch * per);
+      const eps = guided ? guide(pred, request.guidance, guided) : pred.subarray(0, batch * per);
       return scheduler.step(eps, i, latents, ctx.noise);
     });
     ctx.tick();
   }
   return latents;
-}
-
-/** Classifier-free guidance into `out`: u + g·(c − u), with pred = [uncond ‖ cond] of out.length each. */
-export function applyGuidance(pred: Float32Array, guidance: number, out: Float32Array): Float32Array {
-  const off = out.length;
-  for (let k = 0; k < off; k++) {
-    const u = pred[k]!;
-    out[k] = u + guidance * (pred[off + k]! - u);
-  }
-  return out;
 }
 
 /** Control image → RGB planes in [0,1] at `size` (Lanczos when it is not already that size). */
@@ -428,32 +381,3 @@ export async function controlPlanes(image: RawImage, size: Size): Promise<Float3
   packRgbPlanar(src, out);
   return out;
 }
-
-/** One image's latents [4,h,w] (diffusion space) → RGB. */
-async function decode(target: DiffusionModel, latents: Float32Array, h: number, w: number): Promise<RawImage> {
-  const vae = target.model.graphs.vae_decoder;
-  const k = 1 / target.model.spec.latentScale;
-  const scaled = new Float32Array(latents.length);
-  for (let i = 0; i < scaled.length; i++) scaled[i] = latents[i]! * k;
-  const out = await vae.run({ latent_sample: floatTensor(vae.floatType('latent_sample'), scaled, [1, 4, h, w]) }, ['sample']);
-  const img = out.sample!;
-  const [, c, H, W] = img.dims;
-  if (c !== 3 || H !== 8 * h || W !== 8 * w) throw new Error(`${vae.path}: output is [${img.dims.join(', ')}], expected [1, 3, ${8 * h}, ${8 * w}]`);
-  return unpackRgbPlanar(toFloat32(img), 0, W, H);
-}
-
-/** RGB → diffusion-space latents [4,h,w]: the mean when the encoder returns mean ‖ logvar. */
-async function encode(target: DiffusionModel, image: RawImage): Promise<Float32Array> {
-  const vae = target.model.graphs.vae_encoder!;
-  const px = new Float32Array(3 * image.width * image.height);
-  packRgbPlanar(image, px, 0, 2, -1);
-  const out = await vae.run({ sample: floatTensor(vae.floatType('sample'), px, [1, 3, image.height, image.width]) }, ['latent_sample']);
-  const t = out.latent_sample!;
-  const data = toFloat32(t);
-  const per = 4 * t.dims[2]! * t.dims[3]!;
-  const k = target.model.spec.latentScale;
-  const latents = new Float32Array(per);
-  for (let i = 0; i < per; i++) latents[i] = data[i]! * k;
-  return latents;
-}
-

@@ -76,7 +76,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
           at: new Date().toISOString(),
           workerId,
           images: names,
-          isScanables: outcome.images.map((image) => image.isScannable),
+          isScanables: outcome.images.flatMap((image) => (image.isScannable === undefined ? [] : [image.isScannable])),
           ...(outcome.caption !== undefined ? { caption: outcome.caption } : {}),
         });
       }

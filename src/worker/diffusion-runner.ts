@@ -10,10 +10,9 @@
  *   NSFW            any flagged image rejects the whole job ({ kind: 'nsfw' })
  *   isScanables     scanCheck of each image against the expected text
  *   files           PNG
+ * Outpainting jobs go to outpaint-job.ts.
  * The scan check and PNG encoding of each image start as soon as the thread hands the image
  * over, so they overlap the rest of the batch and the NSFW check instead of following them.
- *
- * Outpainting is not served yet (workflow_unavailable, refunded).
  */
 import type { Logger } from 'pino';
 import { encodePng } from '../image/decode.ts';
@@ -28,6 +27,7 @@ import { controlPlanFor } from '../workflows/control.ts';
 import type { QrWorkflowName } from '../workflows/names.ts';
 import type { PresetName } from '../workflows/presets.ts';
 import { jobControlImage } from './control-image-runner.ts';
+import { runOutpaintJob } from './outpaint-job.ts';
 import { InferenceRunError, type InferenceClient, type InferencePlan, type InferenceResult, type ProgressListener } from './inference-client.ts';
 import { JobInputError, type JobRunner, type RenderedImage, type RunOutcome } from './runner.ts';
 
@@ -118,10 +118,9 @@ export class DiffusionRunner implements JobRunner {
     const timings: Record<string, number> = {};
     const log = this.options.logger.child({ predictionId: job.id, workflow: job.workflow });
     if (!isWorkflowName(job.workflow)) throw new JobInputError(`unknown workflow ${job.workflow}`);
+    if (job.workflow === 'outpainting') return runOutpaintJob(job, { ...this.options, ...options });
     const plan = controlPlanFor(job.workflow, job.input);
-    if (plan.kind === 'none' || job.workflow === 'outpainting') {
-      throw new JobInputError(`${job.workflow} is not served by this worker yet`, 'workflow_unavailable');
-    }
+    if (plan.kind === 'none') throw new JobInputError(`${job.workflow} has no control image`, 'workflow_unavailable');
     const settings = settingsFor(this.options.inference.manifest, job.workflow, job.input, job.imageCount);
 
     const fetchOptions = { policy: this.options.policy, ...(this.options.fetchLimits ? { fetchLimits: this.options.fetchLimits } : {}) };

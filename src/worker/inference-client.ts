@@ -22,6 +22,7 @@ import type { Logger } from 'pino';
 import type { RawImage } from '../image/raw.ts';
 import { loadManifest, type Manifest } from '../pipeline/manifest.ts';
 import type { ExecutionProvider } from '../pipeline/sessions.ts';
+import type { OutpaintRequest } from '../pipeline/outpaint.ts';
 import type { Txt2ImgRequest } from '../pipeline/txt2img.ts';
 import type { V5Model } from '../workflows/catalogue.ts';
 import type { QrWorkflowName } from '../workflows/names.ts';
@@ -45,14 +46,19 @@ export interface InferencePlan extends Omit<Txt2ImgRequest, 'schedulerConfig' | 
   readonly enhanceFace?: boolean;
 }
 
+/** An outpainting run: outpaint.ts's request minus the bench's tuning knobs (the manifest decides). */
+export type OutpaintPlan = Omit<OutpaintRequest, 'tuning'>;
+
 export interface InferenceResult {
-  /** RGB, exactly width × height, image i from seed + i. */
+  /** RGB, exactly width × height, image i from seed + i (outpainting: the one extended image). */
   readonly images: RawImage[];
   /** One flag per image (all false when the manifest has no safety checker). */
   readonly nsfw: boolean[];
   /** Milliseconds per stage inside the thread (txt2img stages, face, nsfw, total). */
   readonly timings: Record<string, number>;
   readonly generated: { readonly width: number; readonly height: number };
+  /** Outpainting without a prompt: the captioner's text, used as the prompt. */
+  readonly caption?: string;
 }
 
 export type ProgressListener = (step: number, total: number) => void;
@@ -86,7 +92,9 @@ export const CRASH_WORD = 1;
 export const DRILL_EXIT_CODE = 70;
 
 type WireImage = { data: ArrayBuffer; width: number; height: number; channels: RawImage['channels'] };
-export type ToThread = { type: 'run'; seq: number; plan: Omit<InferencePlan, 'control'> & { control: WireImage } };
+export type ToThread =
+  | { type: 'run'; seq: number; plan: Omit<InferencePlan, 'control'> & { control: WireImage } }
+  | { type: 'outpaint'; seq: number; plan: Omit<OutpaintPlan, 'image'> & { image: WireImage } };
 export type FromThread =
   | { type: 'ready'; provider: ExecutionProvider; ms: number }
   | { type: 'init-error'; name: string; message: string }
@@ -94,7 +102,7 @@ export type FromThread =
   | { type: 'progress'; seq: number; step: number; total: number }
   /** Image `index` of the request, final, sent before the NSFW check (every index once, before 'result'). */
   | { type: 'image'; seq: number; index: number; image: WireImage }
-  | { type: 'result'; seq: number; nsfw: boolean[]; timings: Record<string, number>; generated: { width: number; height: number } }
+  | { type: 'result'; seq: number; nsfw: boolean[]; timings: Record<string, number>; generated: { width: number; height: number }; caption?: string }
   | { type: 'failed'; seq: number; name: string; message: string }
   | { type: 'aborted'; seq: number };
 
@@ -223,8 +231,21 @@ export class InferenceClient {
     return this.providerInUse;
   }
 
-  /** Runs one generation in the thread. Rejects at once when `signal` aborts. */
-  async run(plan: InferencePlan, options: RunOptions = {}): Promise<InferenceResult> {
+  /** Runs one QR generation in the thread. Rejects at once when `signal` aborts. */
+  run(plan: InferencePlan, options: RunOptions = {}): Promise<InferenceResult> {
+    // A copy is transferred: the caller keeps its control image.
+    const { wire, transfer } = toWire({ ...plan.control, data: plan.control.data.slice() });
+    return this.request((seq) => ({ type: 'run', seq, plan: { ...plan, control: wire } }), [transfer], options);
+  }
+
+  /** Runs one outpainting in the thread (one image out). Rejects at once when `signal` aborts. */
+  outpaint(plan: OutpaintPlan, options: RunOptions = {}): Promise<InferenceResult> {
+    const { wire, transfer } = toWire({ ...plan.image, data: plan.image.data.slice() });
+    return this.request((seq) => ({ type: 'outpaint', seq, plan: { ...plan, image: wire } }), [transfer], options);
+  }
+
+  /** Waits for the thread's turn, then sends the message and settles with its answer. */
+  private async request(message: (seq: number) => ToThread, transfer: ArrayBuffer[], options: RunOptions): Promise<InferenceResult> {
     const { signal } = options;
     signal?.throwIfAborted();
     if (this.closed) throw new Error('the inference client is closed');
@@ -240,7 +261,7 @@ export class InferenceClient {
       await raceAbort(previous, signal);
       const thread = await raceAbort(this.ensureThread(), signal);
       dispatched = true;
-      return await this.dispatch(thread, plan, options, releaseOnce);
+      return await this.dispatch(thread, message, transfer, options, releaseOnce);
     } catch (err) {
       // Never reached the thread: pass the turn on once the request before this one is done.
       if (!dispatched) void previous.then(releaseOnce, releaseOnce);
@@ -248,7 +269,7 @@ export class InferenceClient {
     }
   }
 
-  private dispatch(thread: Thread, plan: InferencePlan, options: RunOptions, release: () => void): Promise<InferenceResult> {
+  private dispatch(thread: Thread, message: (seq: number) => ToThread, transfer: ArrayBuffer[], options: RunOptions, release: () => void): Promise<InferenceResult> {
     const { signal, onProgress, onImage } = options;
     const seq = ++this.seq;
     return new Promise<InferenceResult>((resolve, reject) => {
@@ -294,10 +315,7 @@ export class InferenceClient {
       };
       this.pending = p;
       signal?.addEventListener('abort', onAbort, { once: true });
-      // A copy is transferred: the caller keeps its control image.
-      const { wire, transfer } = toWire({ ...plan.control, data: plan.control.data.slice() });
-      const message: ToThread = { type: 'run', seq, plan: { ...plan, control: wire } };
-      thread.worker.postMessage(message, [transfer]);
+      thread.worker.postMessage(message(seq), transfer);
     });
   }
 
@@ -388,7 +406,7 @@ export class InferenceClient {
         if (p.images.length !== msg.nsfw.length || msg.nsfw.some((_, i) => !p.images[i])) {
           p.reject(new InferenceCrashError(`inference thread sent ${p.images.filter(Boolean).length} of ${msg.nsfw.length} images`));
         } else {
-          p.resolve({ images: p.images, nsfw: msg.nsfw, timings: msg.timings, generated: msg.generated });
+          p.resolve({ images: p.images, nsfw: msg.nsfw, timings: msg.timings, generated: msg.generated, ...(msg.caption !== undefined ? { caption: msg.caption } : {}) });
         }
         p.release();
         return;

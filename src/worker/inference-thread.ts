@@ -1,8 +1,9 @@
 /**
  * The inference thread (a worker_threads worker started by inference-client.ts): loads the
- * manifest and creates the ONNX sessions once, then serves generation requests one at a time:
- * txt2img + ControlNet, the optional face pass, the NSFW check. It posts progress per step, each
- * RGB image as soon as it is final (buffer transferred), then the NSFW flags and stage timings.
+ * manifest and creates the ONNX sessions once, then serves requests one at a time: QR art
+ * (txt2img + ControlNet, the optional face pass, the NSFW check) and outpainting. It posts
+ * progress per step, each RGB image as soon as it is final (buffer transferred), then the NSFW
+ * flags and stage timings.
  *
  * Aborts and the fault drill arrive through a shared Int32Array read at every step boundary:
  * session.run() blocks this thread, so a message would only be seen after the generation.
@@ -14,6 +15,7 @@ import { enhanceFaces, faceSteps } from '../pipeline/face-pass.ts';
 import { loadManifest } from '../pipeline/manifest.ts';
 import { detectNsfw } from '../pipeline/nsfw.ts';
 import { createSessions, type PipelineSessions } from '../pipeline/sessions.ts';
+import { outpaint } from '../pipeline/outpaint.ts';
 import { generate, type Txt2ImgRequest } from '../pipeline/txt2img.ts';
 import {
   ABORT_WORD,
@@ -24,6 +26,7 @@ import {
   toWire,
   type FromThread,
   type InferencePlan,
+  type OutpaintPlan,
   type ThreadData,
   type ToThread,
 } from './inference-client.ts';
@@ -40,69 +43,98 @@ interface Link {
 
 class Aborted extends Error {}
 
-async function serve(link: Link, sessions: PipelineSessions, msg: ToThread): Promise<void> {
+/** What a handler gets from the request frame (serve): step reporting, image hand-over, the abort signal. */
+interface Job {
+  readonly seq: number;
+  readonly logger: Logger;
+  readonly signal: AbortSignal;
+  /** Reports step `done` of `total`, then honours an abort or the fault drill before the next step. */
+  readonly step: (done: number, total: number) => void;
+  /** Sends a final image to the main thread now (a copy: this side may still need the pixels). */
+  readonly image: (index: number, image: RawImage) => void;
+}
+
+type Answer = Extract<FromThread, { type: 'result' }>;
+
+/** The frame every request runs in: abort before start, progress, images, result or failure. */
+async function serve(link: Link, msg: ToThread, handle: (job: Job) => Promise<Omit<Answer, 'type' | 'seq'>>): Promise<void> {
   const { post, control, logger } = link;
   const { seq } = msg;
-  const plan: InferencePlan = { ...msg.plan, control: fromWire(msg.plan.control) };
   const controller = new AbortController();
-  const t0 = performance.now();
   // Aborted while it waited in the queue.
   if (Atomics.load(control, ABORT_WORD) === seq) return post({ type: 'aborted', seq });
-  try {
-    const target = sessions.forWorkflow(plan.workflow, plan.v5Model);
-    const faceTotal = plan.enhanceFace ? faceSteps(plan.steps, target) * plan.batchSize : 0;
-    if (plan.enhanceFace && faceTotal === 0) logger.warn({ model: target.model.id }, 'enhance=face needs a vae_encoder graph; skipped');
-    let offset = 0;
-    let genTotal = plan.steps;
-    // Every step: report, then honour an abort or the fault drill before the next one starts.
-    const onStep = (done: number): void => {
-      post({ type: 'progress', seq, step: offset + done, total: genTotal + faceTotal });
+  const job: Job = {
+    seq,
+    logger,
+    signal: controller.signal,
+    step: (done, total) => {
+      post({ type: 'progress', seq, step: done, total });
       if (Atomics.load(control, CRASH_WORD) === 1) process.exit(DRILL_EXIT_CODE);
       if (Atomics.load(control, ABORT_WORD) === seq) controller.abort(new Aborted('aborted'));
-    };
-    // Each final image goes to the main thread as soon as it exists, so its scan check and PNG
-    // encoding run there while this thread goes on (next image, NSFW check). A copy is
-    // transferred: this side still needs the pixels for the NSFW check.
-    const onImage = (index: number, image: RawImage): void => {
+    },
+    image: (index, image) => {
       const { wire, transfer } = toWire({ ...image, data: image.data.slice() });
       post({ type: 'image', seq, index, image: wire }, [transfer]);
-    };
-    // The plan is txt2img's request (the manifest gives native size, refinement and scheduler config).
-    const request: Txt2ImgRequest = plan;
-    const gen = await generate(request, target, {
-      onProgress: (step, total) => {
-        genTotal = total;
-        onStep(step);
-      },
-      ...(faceTotal > 0 ? {} : { onImage }),
-      signal: controller.signal,
-    });
-    const timings: Record<string, number> = { ...gen.timings };
-    delete timings.total;
-    let images = gen.images;
-    if (faceTotal > 0) {
-      const f0 = performance.now();
-      offset = genTotal;
-      let done = 0;
-      images = await enhanceFaces(images, request, target, {
-        tick: () => {
-          onStep(++done);
-          controller.signal.throwIfAborted();
-        },
-        onImage,
-      });
-      timings.face = performance.now() - f0;
-    }
-    const checker = target.model.graphs.safety_checker;
-    const n0 = performance.now();
-    const nsfw = checker ? await detectNsfw(images, checker) : images.map(() => false);
-    if (checker) timings.nsfw = performance.now() - n0;
-    timings.total = performance.now() - t0;
-    post({ type: 'result', seq, nsfw, timings, generated: gen.generated });
+    },
+  };
+  try {
+    post({ type: 'result', seq, ...(await handle(job)) });
   } catch (err) {
     if (controller.signal.aborted) post({ type: 'aborted', seq });
     else post({ type: 'failed', seq, name: (err as Error).name ?? 'Error', message: (err as Error).message ?? String(err) });
   }
+}
+
+/**
+ * QR art: txt2img + ControlNet, the face pass when asked, the NSFW check. Each image goes to the
+ * main thread as soon as it is final, so its scan check and PNG encoding run there while this
+ * thread goes on (next image, NSFW check).
+ */
+async function qrArt(job: Job, sessions: PipelineSessions, plan: InferencePlan): Promise<Omit<Answer, 'type' | 'seq'>> {
+  const t0 = performance.now();
+  const target = sessions.forWorkflow(plan.workflow, plan.v5Model);
+  const faceTotal = plan.enhanceFace ? faceSteps(plan.steps, target) * plan.batchSize : 0;
+  if (plan.enhanceFace && faceTotal === 0) job.logger.warn({ model: target.model.id }, 'enhance=face needs a vae_encoder graph; skipped');
+  let genTotal = plan.steps;
+  // The plan is txt2img's request (the manifest gives native size, refinement and scheduler config).
+  const request: Txt2ImgRequest = plan;
+  const gen = await generate(request, target, {
+    onProgress: (step, total) => {
+      genTotal = total;
+      job.step(step, total + faceTotal);
+    },
+    ...(faceTotal > 0 ? {} : { onImage: job.image }),
+    signal: job.signal,
+  });
+  const timings: Record<string, number> = { ...gen.timings };
+  delete timings.total;
+  let images = gen.images;
+  if (faceTotal > 0) {
+    const f0 = performance.now();
+    let done = 0;
+    images = await enhanceFaces(images, request, target, {
+      tick: () => {
+        job.step(genTotal + ++done, genTotal + faceTotal);
+        job.signal.throwIfAborted();
+      },
+      onImage: job.image,
+    });
+    timings.face = performance.now() - f0;
+  }
+  const checker = target.model.graphs.safety_checker;
+  const n0 = performance.now();
+  const nsfw = checker ? await detectNsfw(images, checker) : images.map(() => false);
+  if (checker) timings.nsfw = performance.now() - n0;
+  timings.total = performance.now() - t0;
+  return { nsfw, timings, generated: gen.generated };
+}
+
+/** Outpainting: one image out, with the caption when the captioner wrote the prompt. */
+async function outpainting(job: Job, sessions: PipelineSessions, plan: OutpaintPlan): Promise<Omit<Answer, 'type' | 'seq'>> {
+  const result = await outpaint(plan, sessions.forOutpainting(), (step, total) => job.step(step, total), job.signal);
+  job.image(0, result.image);
+  const timings = Object.fromEntries(Object.entries(result.timings).filter((e): e is [string, number] => e[1] !== undefined));
+  return { nsfw: [result.nsfw ?? false], timings, generated: result.working, ...(result.caption !== undefined ? { caption: result.caption } : {}) };
 }
 
 async function main(port: MessagePort, data: ThreadData): Promise<void> {
@@ -119,8 +151,6 @@ async function main(port: MessagePort, data: ThreadData): Promise<void> {
       logger,
       ...(data.intraOpThreads !== undefined ? { intraOpThreads: data.intraOpThreads } : {}),
       warmUp: data.warmUp,
-      // Outpainting (inpaint UNet, captioner) is not served yet: do not hold those graphs.
-      roles: ['text_encoder', 'unet', 'controlnet', 'vae_decoder', 'vae_encoder', 'safety_checker'],
     });
   } catch (err) {
     post({ type: 'init-error', name: (err as Error).name, message: (err as Error).message });
@@ -131,7 +161,8 @@ async function main(port: MessagePort, data: ThreadData): Promise<void> {
   }
   let chain = Promise.resolve();
   port.on('message', (msg: ToThread) => {
-    if (msg.type === 'run') chain = chain.then(() => serve(link, sessions, msg));
+    if (msg.type === 'run') chain = chain.then(() => serve(link, msg, (job) => qrArt(job, sessions, { ...msg.plan, control: fromWire(msg.plan.control) })));
+    if (msg.type === 'outpaint') chain = chain.then(() => serve(link, msg, (job) => outpainting(job, sessions, { ...msg.plan, image: fromWire(msg.plan.image) })));
   });
   post({ type: 'ready', provider: sessions.provider, ms: Math.round(performance.now() - started) });
 }

@@ -1,10 +1,11 @@
 import type { JobMessage } from '../queue/schemas.ts';
 
-/** One output image, encoded, with the scan verdict against the expected QR content. */
+/** One output image, encoded, with the scan verdict against the expected QR content (QR workflows only). */
 export interface RenderedImage {
   data: Uint8Array;
   extension: 'png' | 'jpg' | 'webp';
-  isScannable: boolean;
+  /** Absent for outputs that carry no code (outpainting). */
+  isScannable?: boolean;
 }
 
 export type RunOutcome =

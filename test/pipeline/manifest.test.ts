@@ -2,7 +2,7 @@
  * The model manifest and session creation: the shipped demo manifest is complete and loads;
  * every way a manifest or an export can be wrong fails at start naming the file and the problem.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,7 +10,7 @@ import ort from 'onnxruntime-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GraphBuilder } from '../../scripts/demo-models/graph.ts';
-import { loadManifest, parseManifest, resolveWorkflow, type Manifest } from '../../src/pipeline/manifest.ts';
+import { loadManifest, parseManifest, resolveOutpainting, resolveWorkflow, type Manifest } from '../../src/pipeline/manifest.ts';
 import { CONTROL_RESIDUALS, createSessions, GraphSession, type SessionOptions } from '../../src/pipeline/sessions.ts';
 import { V5_MODELS } from '../../src/workflows/catalogue.ts';
 import { QR_WORKFLOWS } from '../../src/workflows/names.ts';
@@ -72,6 +72,20 @@ describe('the shipped demo manifest', () => {
     expect(resolveWorkflow(manifest, 'generate_qr_art_v5', 'niji').scheduler).toBe('dpmpp_2m_karras');
   });
 
+  it('gives outpainting its model, fewer one_shot steps than multi_shots per pass, and pass/seam defaults', () => {
+    const r = resolveOutpainting(manifest);
+    expect(r.modelId).toBe('demo-sd15');
+    expect(r.scheduler).toBe('dpmpp_2m_karras');
+    expect(r.settings.steps).toBeLessThan(r.settings.multiShots.steps);
+    expect(r.settings.multiShots.passFraction).toBeGreaterThan(0);
+    expect(r.settings.multiShots.maxPasses).toBeGreaterThanOrEqual(2);
+    expect(r.settings.featherPixels).toBeGreaterThan(0);
+    // Absent optional settings fall back to the code's defaults.
+    const bare = parseManifest({ ...structuredClone(shipped), workflows: { ...(shipped.workflows as object), outpainting: { model: 'demo-sd15', steps: 12, guidance: 5 } } }, MANIFEST);
+    expect(resolveOutpainting(bare).settings).toMatchObject({ steps: 12, multiShots: { steps: 30, passFraction: 0.25, maxPasses: 6 }, featherPixels: 16, overlapPixels: 32 });
+    expect(resolveOutpainting(bare).settings.maxPixels).toBeUndefined();
+  });
+
   it('resolves graph paths against its own folder and applies defaults', () => {
     const model = manifest.models['demo-sd15']!;
     expect(resolve(manifest.dir, model.graphs.unet.path)).toBe(join(MODELS_DIR, 'demo/unet/model.onnx'));
@@ -95,6 +109,9 @@ describe('the shipped demo manifest', () => {
       expect([scale.type, scale.dims, Number((scale.data as Float64Array)[0])]).toEqual(['float64', [], 1.3]);
       const target = sessions.forWorkflow('generate_qr_art_v5', 'dream');
       expect(target.controlnet).toBe(m.graphs.controlnet);
+      // The captioner's tokenizer and generation config are read from beside its decoder.
+      expect(m.captioner?.startId).toBe(1);
+      expect(sessions.forOutpainting().model).toBe(m);
     } finally {
       await sessions.release();
     }
@@ -123,6 +140,10 @@ describe('manifest errors name the file and the problem', () => {
     await expect(loadManifest(window)).rejects.toThrow(/workflows\.generate_qr_art\.controlStart: controlStart must be below controlEnd/);
     const sched = await variant('sched', (m) => (m.workflows.generate_qr_art.scheduler = 'k_lms'));
     await expect(loadManifest(sched)).rejects.toThrow(/workflows\.generate_qr_art\.scheduler/);
+    const passes = await variant('passes', (m) => (m.workflows.outpainting.multiShots.maxPasses = 1));
+    await expect(loadManifest(passes)).rejects.toThrow(/workflows\.outpainting\.multiShots\.maxPasses/);
+    const typoOut = await variant('typo-out', (m) => (m.workflows.outpainting.feather = 3));
+    await expect(loadManifest(typoOut)).rejects.toThrow(/workflows\.outpainting.*feather/);
   });
 
   it('references to models and ControlNets that do not exist', async () => {
@@ -159,6 +180,23 @@ describe('manifest errors name the file and the problem', () => {
     );
     const unknownRole = await variant('role', (m) => (m.models['demo-sd15'].graphs.unet.inputs = { latents: 'sample' }));
     await expect(createSessions(await loadManifest(unknownRole), cpu)).rejects.toThrow(/names 'latents', which is not an input role of unet/);
+  });
+
+  it('outpainting without its graphs loaded, and a captioner without its tokenizer.json', async () => {
+    const sessions = await createSessions(await loadManifest(MANIFEST), { ...cpu, roles: ['text_encoder', 'unet', 'controlnet', 'vae_decoder', 'vae_encoder'] });
+    try {
+      expect(() => sessions.forOutpainting()).toThrow(/model 'demo-sd15' \(for outpainting\) has no unet_inpaint graph loaded/);
+    } finally {
+      await sessions.release();
+    }
+    const file = await variant('captioner-dir', (m) => {
+      m.models['demo-sd15'].graphs.captioner_decoder.path = join(dir, 'lonely', 'decoder_model.onnx');
+    });
+    await mkdir(join(dir, 'lonely'), { recursive: true });
+    await copyFile(join(MODELS_DIR, 'demo/captioner/decoder_model.onnx'), join(dir, 'lonely', 'decoder_model.onnx'));
+    await expect(createSessions(await loadManifest(file), { ...cpu, roles: ['captioner_encoder', 'captioner_decoder'] })).rejects.toThrow(
+      /lonely: captioner of model 'demo-sd15' cannot be loaded: .*tokenizer\.json: cannot read \(ENOENT\)/,
+    );
   });
 
   it('a tokenizer folder that cannot be read', async () => {

@@ -224,11 +224,25 @@ describe('DiffusionRunner on the demo models', () => {
     }
   });
 
-  it('outpainting is refused as workflow_unavailable', async () => {
-    const outpaint = job({ workflow: 'outpainting', image: 'https://example.com/a.png', image_width: 64, image_height: 64, padding_left: 8, padding_right: 8, padding_top: 8, padding_bottom: 8, type: 'one_shot' });
-    const error = await runner.run(outpaint, signal()).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(JobInputError);
-    expect((error as JobInputError).code).toBe('workflow_unavailable');
+  it('outpainting: fetches and resizes the image, returns one PNG of the padded size, with the caption when there is no prompt', async () => {
+    const png = await sharp({ create: { width: 100, height: 80, channels: 3, background: { r: 200, g: 40, b: 40 } } }).png().toBuffer();
+    const server = http.createServer((_, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(png));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/photo.png`;
+      const body = { workflow: 'outpainting', image: url, image_width: 64, image_height: 64, padding_left: 8, padding_right: 16, padding_top: 0, padding_bottom: 24, type: 'one_shot', seed: 4 };
+      const outcome = await runner.run(job(body), signal());
+      if (outcome.kind !== 'images') throw new Error(outcome.kind);
+      expect(outcome.images).toHaveLength(1);
+      expect(outcome.images[0]!.isScannable).toBeUndefined();
+      expect(await sharp(outcome.images[0]!.data).metadata()).toMatchObject({ format: 'png', width: 88, height: 88 });
+      expect(outcome.caption).toMatch(/abstract painting/);
+      const prompted = await runner.run(job({ ...body, prompt: 'a red field' }), signal());
+      expect(prompted).toMatchObject({ kind: 'images' });
+      expect(prompted).not.toHaveProperty('caption');
+    } finally {
+      server.close();
+    }
   });
 });
 

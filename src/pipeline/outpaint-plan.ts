@@ -1,0 +1,135 @@
+/**
+ * Outpainting geometry, decided before any model runs (so progress totals are known):
+ *
+ *  - output: the client's canvas, (w + left + right) × (h + top + bottom), exactly.
+ *  - working canvas: where the model paints. A canvas up to maxPixels (5% slack) is painted at
+ *    its own size, each side rounded UP to the model's multiple with the extra pixels on a padded
+ *    side, cropped away at the end (the original is never resampled). A larger one is painted
+ *    at maxPixels (aspect kept, sides rounded to the multiple) and resized to the exact output
+ *    size at the end: a real SD1.5 UNet cannot attend over a ~9 MP latent.
+ *  - passes: rectangles of the working canvas, each containing the previous one, the last one
+ *    the whole canvas. one_shot paints the whole border in one pass. multi_shots grows the
+ *    painted rectangle outward in P ≥ 2 passes, each extending every side by at most
+ *    passFraction × nativeSize working pixels (maxPasses caps P; then passes are longer), so
+ *    every pass paints a strip next to pixels it can see.
+ */
+import { containsRect, rectBottom, rectRight, type Rect, type Sides } from '../image/canvas.ts';
+
+export interface Size {
+  readonly width: number;
+  readonly height: number;
+}
+
+export interface Padding {
+  readonly left: number;
+  readonly right: number;
+  readonly top: number;
+  readonly bottom: number;
+}
+
+export interface PlanOptions {
+  readonly sizeMultiple: number;
+  /** Largest working canvas area (5% slack) before painting at a reduced scale. */
+  readonly maxPixels: number;
+  /** 1 for one_shot; multi_shots: the longest extension of one pass and the most passes. */
+  readonly multi?: { readonly passPixels: number; readonly maxPasses: number };
+}
+
+export interface OutpaintPlan {
+  readonly output: Size;
+  /** The original image in output pixels. */
+  readonly original: Rect;
+  /** Sides of the original with padding (where it meets new pixels). */
+  readonly seams: Sides;
+  readonly working: Size;
+  /** How the working canvas maps back: 'crop' takes `outputInWorking` as it is; 'resize' scales the whole canvas. */
+  readonly back: 'crop' | 'resize';
+  /** The output rectangle inside the working canvas ('crop'), or the whole canvas ('resize'). */
+  readonly outputInWorking: Rect;
+  /** The original image in working pixels. */
+  readonly originalInWorking: Rect;
+  /** Rectangles painted by each pass, in working pixels; each contains the previous; the last is the whole canvas. */
+  readonly passes: readonly Rect[];
+}
+
+const ceilTo = (v: number, m: number): number => Math.max(m, Math.ceil(v / m) * m);
+const roundTo = (v: number, m: number): number => Math.max(m, Math.round(v / m) * m);
+
+export function planOutpaint(image: Size, padding: Padding, options: PlanOptions): OutpaintPlan {
+  const m = options.sizeMultiple;
+  const output: Size = { width: image.width + padding.left + padding.right, height: image.height + padding.top + padding.bottom };
+  const original: Rect = { x: padding.left, y: padding.top, width: image.width, height: image.height };
+  const seams: Sides = { left: padding.left > 0, right: padding.right > 0, top: padding.top > 0, bottom: padding.bottom > 0 };
+  const area = output.width * output.height;
+
+  let working: Size;
+  let back: OutpaintPlan['back'];
+  let outputInWorking: Rect;
+  let originalInWorking: Rect;
+  if (area <= options.maxPixels * 1.05) {
+    working = { width: ceilTo(output.width, m), height: ceilTo(output.height, m) };
+    // The rounding's extra pixels go where new pixels are painted anyway (the right/bottom unless only the left/top is padded).
+    const ox = seams.left && !seams.right ? working.width - output.width : 0;
+    const oy = seams.top && !seams.bottom ? working.height - output.height : 0;
+    back = 'crop';
+    outputInWorking = { x: ox, y: oy, ...output };
+    originalInWorking = { x: ox + original.x, y: oy + original.y, width: image.width, height: image.height };
+  } else {
+    const s = Math.sqrt(options.maxPixels / area);
+    working = { width: roundTo(output.width * s, m), height: roundTo(output.height * s, m) };
+    const sx = working.width / output.width;
+    const sy = working.height / output.height;
+    const x0 = Math.round(original.x * sx);
+    const y0 = Math.round(original.y * sy);
+    const x1 = Math.max(x0 + 1, Math.round(rectRight(original) * sx));
+    const y1 = Math.max(y0 + 1, Math.round(rectBottom(original) * sy));
+    back = 'resize';
+    outputInWorking = { x: 0, y: 0, ...working };
+    originalInWorking = { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+  }
+  const passes = options.multi ? growthPasses(originalInWorking, working, m, options.multi) : [{ x: 0, y: 0, ...working }];
+  return { output, original, seams, working, back, outputInWorking, originalInWorking, passes };
+}
+
+/** multi_shots: P rectangles from the original outward (see the file comment). */
+function growthPasses(original: Rect, working: Size, m: number, multi: { passPixels: number; maxPasses: number }): Rect[] {
+  const canvas: Rect = { x: 0, y: 0, ...working };
+  const extents = {
+    left: original.x,
+    right: working.width - rectRight(original),
+    top: original.y,
+    bottom: working.height - rectBottom(original),
+  };
+  const longest = Math.max(extents.left, extents.right, extents.top, extents.bottom);
+  // A border thinner than two latent rows cannot be split usefully.
+  const count = longest < 2 * m ? 1 : Math.min(multi.maxPasses, Math.max(2, Math.ceil(longest / multi.passPixels)));
+  const passes: Rect[] = [];
+  let previous: Rect = original;
+  for (let k = 1; k <= count; k++) {
+    const e = (side: keyof typeof extents): number => Math.round((extents[side] * k) / count);
+    let x0 = Math.min(original.x - e('left'), previous.x);
+    let y0 = Math.min(original.y - e('top'), previous.y);
+    let x1 = Math.max(rectRight(original) + e('right'), rectRight(previous));
+    let y1 = Math.max(rectBottom(original) + e('bottom'), rectBottom(previous));
+    // Whole latents: grow into the unpainted area (all of it lies outside the target), right/bottom first.
+    [x0, x1] = growTo(x0, x1, working.width, m);
+    [y0, y1] = growTo(y0, y1, working.height, m);
+    const rect: Rect = { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+    if (passes.length > 0 && rect.width === previous.width && rect.height === previous.height) continue;
+    passes.push(rect);
+    previous = rect;
+  }
+  const last = passes.at(-1);
+  if (!last || last.width !== working.width || last.height !== working.height) passes.push(canvas);
+  for (let i = 1; i < passes.length; i++) {
+    if (!containsRect(passes[i]!, passes[i - 1]!)) throw new Error('outpaint plan: passes must grow');
+  }
+  return passes;
+}
+
+/** [a, b) grown to a multiple of m within [0, limit) (limit is a multiple of m, so it always fits). */
+function growTo(a: number, b: number, limit: number, m: number): [number, number] {
+  const need = ceilTo(b - a, m) - (b - a);
+  const after = Math.min(need, limit - b);
+  return [a - (need - after), b + after];
+}

@@ -1,0 +1,128 @@
+/**
+ * An outpainting job (spec 4.3) on the diffusion worker:
+ *
+ *   image      fetched with the qrImage fetcher's guard and limits (SSRF-safe, timeouts, byte and
+ *              pixel caps, format sniffed), decoded, resized to image_width × image_height
+ *   painting   in the inference thread (pipeline/outpaint.ts): caption when there is no prompt,
+ *              inpainting UNet passes over the new border, the original pasted back, NSFW check
+ *   output     one PNG of exactly (image_width + left + right) × (image_height + top + bottom);
+ *              the caption, when one was written, goes into output.caption
+ *
+ * An image that cannot be fetched or decoded fails the prediction as `invalid_image` (refunded).
+ */
+import type { Logger } from 'pino';
+import { decodeImage, encodePng, isImageDecodeError, resizeImage } from '../image/decode.ts';
+import { DEFAULT_IMAGE_FETCH_LIMITS, fetchImage, isImageFetchError, type ImageFetchLimits } from '../image/fetch.ts';
+import type { RawImage } from '../image/raw.ts';
+import type { OutboundPolicy } from '../net/safe-url.ts';
+import type { JobMessage } from '../queue/schemas.ts';
+import { OUTPAINTING_TYPES, type OutpaintingType } from '../workflows/catalogue.ts';
+import { InferenceRunError, type InferenceClient, type OutpaintPlan, type ProgressListener } from './inference-client.ts';
+import { JobInputError, type RunOutcome } from './runner.ts';
+
+export interface OutpaintJobOptions {
+  readonly inference: InferenceClient;
+  readonly logger: Logger;
+  readonly policy: OutboundPolicy;
+  readonly fetchLimits?: Partial<ImageFetchLimits>;
+  readonly signal?: AbortSignal;
+  readonly onProgress?: ProgressListener;
+}
+
+export interface OutpaintRun {
+  readonly outcome: RunOutcome;
+  readonly timings: Record<string, number>;
+  readonly seed: number;
+  readonly width: number;
+  readonly height: number;
+}
+
+/** The job's fields, as parseCreateBody left them (present and in range). */
+function fieldsOf(input: Readonly<Record<string, unknown>>): Omit<OutpaintPlan, 'image'> & { url: string; width: number; height: number } {
+  const int = (key: string): number => {
+    const v = input[key];
+    if (typeof v !== 'number' || !Number.isInteger(v)) throw new JobInputError(`the job has no integer ${key}`);
+    return v;
+  };
+  const text = (key: string): string | undefined => (typeof input[key] === 'string' && (input[key] as string).trim() !== '' ? (input[key] as string) : undefined);
+  const url = text('image');
+  if (!url) throw new JobInputError('the job has no image URL');
+  const type = input.type as OutpaintingType;
+  if (!OUTPAINTING_TYPES.includes(type)) throw new JobInputError(`type must be one of ${OUTPAINTING_TYPES.join(', ')}`);
+  const prompt = text('prompt');
+  const negativePrompt = text('negativePrompt');
+  return {
+    url,
+    width: int('image_width'),
+    height: int('image_height'),
+    padding: { left: int('padding_left'), right: int('padding_right'), top: int('padding_top'), bottom: int('padding_bottom') },
+    type,
+    seed: int('seed'),
+    ...(prompt ? { prompt } : {}),
+    ...(negativePrompt ? { negativePrompt } : {}),
+  };
+}
+
+export async function runOutpaintJob(job: JobMessage, options: OutpaintJobOptions): Promise<OutpaintRun> {
+  const t0 = performance.now();
+  const timings: Record<string, number> = {};
+  const { url, width, height, ...plan } = fieldsOf(job.input);
+  const log = options.logger.child({ predictionId: job.id, workflow: job.workflow });
+
+  const limits = { ...DEFAULT_IMAGE_FETCH_LIMITS, ...options.fetchLimits };
+  let original: RawImage;
+  try {
+    const fetched = await fetchImage(url, { ...limits, policy: options.policy, ...(options.signal ? { signal: options.signal } : {}) });
+    original = await decodeImage(fetched.bytes, { maxPixels: limits.maxPixels, channels: 3 });
+  } catch (error) {
+    if (isImageFetchError(error) || isImageDecodeError(error)) throw new JobInputError(`image ${error.message}`, 'invalid_image');
+    throw error;
+  }
+  const image = original.width === width && original.height === height ? original : await resizeImage(original, width, height, 'fill');
+  timings.fetch = performance.now() - t0;
+
+  const i0 = performance.now();
+  let png: Promise<Buffer> | undefined;
+  let result;
+  try {
+    result = await options.inference.outpaint(
+      { ...plan, image },
+      {
+        ...(options.signal ? { signal: options.signal } : {}),
+        onProgress: (step, total) => {
+          log.debug({ step, total }, 'outpainting step');
+          options.onProgress?.(step, total);
+        },
+        // Encoding starts as soon as the image exists; an NSFW verdict discards it.
+        onImage: (_, out) => {
+          png = encodePng(out);
+          png.catch(() => undefined);
+        },
+      },
+    );
+  } catch (error) {
+    if (error instanceof InferenceRunError && error.causeName === 'RangeError') throw new JobInputError(error.message);
+    throw error;
+  }
+  Object.assign(timings, result.timings);
+  timings.inference = performance.now() - i0;
+  delete timings.total;
+  const [out] = result.images;
+  const size = { width: out!.width, height: out!.height };
+  if (result.nsfw.some(Boolean)) {
+    log.info('outpainting flagged as NSFW');
+    timings.total = performance.now() - t0;
+    return { outcome: { kind: 'nsfw' }, timings, seed: plan.seed, ...size };
+  }
+  const p0 = performance.now();
+  const data = await (png ?? encodePng(out!));
+  timings.png_wait = performance.now() - p0;
+  timings.total = performance.now() - t0;
+  log.info({ ...size, caption: result.caption, ms: Math.round(timings.total) }, 'outpainting done');
+  return {
+    outcome: { kind: 'images', images: [{ data, extension: 'png' }], ...(result.caption !== undefined ? { caption: result.caption } : {}) },
+    timings,
+    seed: plan.seed,
+    ...size,
+  };
+}
