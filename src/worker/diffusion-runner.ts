@@ -28,7 +28,7 @@ import type { QrWorkflowName } from '../workflows/names.ts';
 import type { PresetName } from '../workflows/presets.ts';
 import { jobControlImage } from './control-image-runner.ts';
 import { runOutpaintJob } from './outpaint-job.ts';
-import { InferenceRunError, type InferenceClient, type InferencePlan, type InferenceResult, type ProgressListener } from './inference-client.ts';
+import { asJobError, type InferenceClient, type InferencePlan, type InferenceResult, type ProgressListener } from './inference-client.ts';
 import { JobInputError, type JobRunner, type RenderedImage, type RunOutcome } from './runner.ts';
 
 export interface DiffusionRunnerOptions {
@@ -154,9 +154,7 @@ export class DiffusionRunner implements JobRunner {
         },
       );
     } catch (error) {
-      // The pipeline's range checks refuse the request itself: retrying cannot help.
-      if (error instanceof InferenceRunError && error.causeName === 'RangeError') throw new JobInputError(error.message);
-      throw error;
+      throw asJobError(error);
     }
     Object.assign(timings, result.timings);
     // The whole round trip to the thread (waiting behind another job included).

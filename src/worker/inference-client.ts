@@ -26,6 +26,7 @@ import type { OutpaintRequest } from '../pipeline/outpaint.ts';
 import type { Txt2ImgRequest } from '../pipeline/txt2img.ts';
 import type { V5Model } from '../workflows/catalogue.ts';
 import type { QrWorkflowName } from '../workflows/names.ts';
+import { JobInputError } from './runner.ts';
 
 /** The package's own manifest (the demo models): src/worker or dist/worker → models/. */
 export const DEFAULT_MANIFEST_PATH = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
@@ -129,6 +130,14 @@ export class InferenceCrashError extends Error {
 /** The thread could not load the manifest or create its sessions. */
 export class InferenceInitError extends Error {
   override readonly name = 'InferenceInitError';
+}
+
+/**
+ * `error`, or a JobInputError when the pipeline refused the request itself (its range checks
+ * throw RangeError): retrying cannot help, so the job fails (refunded) instead of being handed back.
+ */
+export function asJobError(error: unknown): unknown {
+  return error instanceof InferenceRunError && error.causeName === 'RangeError' ? new JobInputError(error.message) : error;
 }
 
 /** The generation itself threw inside the thread (name and message as thrown there). */

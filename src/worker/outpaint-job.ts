@@ -17,7 +17,7 @@ import type { RawImage } from '../image/raw.ts';
 import type { OutboundPolicy } from '../net/safe-url.ts';
 import type { JobMessage } from '../queue/schemas.ts';
 import { OUTPAINTING_TYPES, type OutpaintingType } from '../workflows/catalogue.ts';
-import { InferenceRunError, type InferenceClient, type OutpaintPlan, type ProgressListener } from './inference-client.ts';
+import { asJobError, type InferenceClient, type OutpaintPlan, type ProgressListener } from './inference-client.ts';
 import { JobInputError, type RunOutcome } from './runner.ts';
 
 export interface OutpaintJobOptions {
@@ -101,8 +101,7 @@ export async function runOutpaintJob(job: JobMessage, options: OutpaintJobOption
       },
     );
   } catch (error) {
-    if (error instanceof InferenceRunError && error.causeName === 'RangeError') throw new JobInputError(error.message);
-    throw error;
+    throw asJobError(error);
   }
   Object.assign(timings, result.timings);
   timings.inference = performance.now() - i0;

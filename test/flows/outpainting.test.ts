@@ -1,9 +1,8 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { balanceOf } from '../../src/store/accounts.ts';
 import { catalogue } from '../../src/workflows/catalogue.ts';
+import { serveFiles, type FileServer } from '../helpers/file-server.ts';
 import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
 import { handmadeGif, pngHeaderOnly } from '../image/fixtures.ts';
 
@@ -22,10 +21,9 @@ const FEATHER = 16;
 const price = catalogue.outpainting.cost;
 if (price.kind !== 'by_type') throw new Error('outpainting is priced by type');
 
-interface Served {
-  url: string;
+interface Served extends FileServer {
+  /** The photo's RGB pixels. */
   original: Buffer;
-  close(): Promise<void>;
 }
 
 /** A colourful 128x96 PNG (gradients, so any shift or resample would show), a text file named .png, and pixel bombs. */
@@ -35,24 +33,13 @@ async function serve(): Promise<Served> {
     for (let x = 0; x < WIDTH; x++) raw.set([(x * 2) & 255, (y * 2 + 40) & 255, (x + y) & 255], (y * WIDTH + x) * 3);
   }
   const photo = await sharp(raw, { raw: { width: WIDTH, height: HEIGHT, channels: 3 } }).png().toBuffer();
-  const files: Record<string, Buffer> = {
+  const server = await serveFiles({
     '/photo.png': photo,
     '/notes.png': Buffer.from('not an image at all\n'),
     '/bomb.png': pngHeaderOnly(50_000, 50_000),
     '/bomb.gif': handmadeGif({ screenW: 60_000, screenH: 60_000, frameW: 60_000, frameH: 60_000 }),
-  };
-  const server = http.createServer((req, res) => {
-    const body = files[req.url ?? ''];
-    if (!body) return void res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': 'image/png' }).end(body);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    original: raw,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
+  return { ...server, original: raw };
 }
 
 const pad = (left: number, right: number, top: number, bottom: number) => ({ padding_left: left, padding_right: right, padding_top: top, padding_bottom: bottom });

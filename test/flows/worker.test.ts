@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import QRCode from 'qrcode';
 import sharp from 'sharp';
 import { connectQueue, type Queue } from '../../src/queue/connection.ts';
 import { CONSUMERS, STREAMS } from '../../src/queue/subjects.ts';
 import { balanceOf } from '../../src/store/accounts.ts';
+import { serveFiles, type FileServer } from '../helpers/file-server.ts';
 import { zbarDecode } from '../helpers/independent-decoders.ts';
 import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
 import { pngHeaderOnly } from '../image/fixtures.ts';
@@ -17,7 +16,7 @@ const KEY = 'key-worker-0123456789abcdef0123456789a';
 
 describe('with the control-image pipeline (the QR layer end to end, no models)', () => {
   let stack: TestStack;
-  let images: ImageServer;
+  let images: FileServer;
   beforeAll(async () => {
     images = await serveImages();
     stack = await startTestStack({ worker: true, env: { API_KEYS: `wes:${KEY}:100`, WORKER_PIPELINE: 'control-image' } });
@@ -72,7 +71,7 @@ describe('with the control-image pipeline (the QR layer end to end, no models)',
 
 describe('QR Art v1-v3b: the client brings the code as an image URL', () => {
   let stack: TestStack;
-  let images: ImageServer;
+  let images: FileServer;
   beforeAll(async () => {
     images = await serveImages();
     stack = await startTestStack({ worker: true, env: { API_KEYS: `wes:${KEY}:100`, IMAGE_FETCH_TIMEOUT_MS: '1500', WORKER_PIPELINE: 'control-image' } });
@@ -120,34 +119,19 @@ describe('QR Art v1-v3b: the client brings the code as an image URL', () => {
 
 const CODE_TEXT = 'https://example.com/brought-by-the-client';
 
-interface ImageServer {
-  url: string;
-  close(): Promise<void>;
-}
-
 /** A local image host: a real QR code, noise, a text file, a pixel bomb, a 404 and a server that stalls. */
-async function serveImages(): Promise<ImageServer> {
+async function serveImages(): Promise<FileServer> {
   const code = await QRCode.toBuffer(CODE_TEXT, { errorCorrectionLevel: 'H', width: 300, margin: 2 });
   const noisePixels = Buffer.alloc(200 * 200 * 3);
   for (let i = 0; i < noisePixels.length; i++) noisePixels[i] = (i * 2654435761) >>> 24;
   const noise = await sharp(noisePixels, { raw: { width: 200, height: 200, channels: 3 } }).png().toBuffer();
-  const files: Record<string, Buffer> = { '/code.png': code, '/noise.png': noise, '/notes.png': Buffer.from('just some text, not an image\n'), '/bomb.png': pngHeaderOnly(50_000, 50_000) };
-  const server = http.createServer((req, res) => {
-    if (req.url === '/slow.png') {
-      res.writeHead(200, { 'content-type': 'image/png' });
-      res.write(code.subarray(0, 64)); // then nothing: the fetch's total timeout must end it
-      return;
-    }
-    const body = files[req.url ?? ''];
-    if (!body) return void res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': 'image/png' }).end(body);
+  const files = { '/code.png': code, '/noise.png': noise, '/notes.png': Buffer.from('just some text, not an image\n'), '/bomb.png': pngHeaderOnly(50_000, 50_000) };
+  return serveFiles(files, (req, res) => {
+    if (req.url !== '/slow.png') return false;
+    res.writeHead(200, { 'content-type': 'image/png' });
+    res.write(code.subarray(0, 64)); // then nothing: the fetch's total timeout must end it
+    return true;
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
 }
 
 describe('with the diffusion pipeline on the demo models', () => {

@@ -9,14 +9,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoSessions } from '../helpers/demo-sessions.ts';
 import { rawImage, type RawImage } from '../../src/image/raw.ts';
 import { decodeCaption, loadCaptionerConfig, parseCaptionTokenizer, parsePreprocessor } from '../../src/pipeline/caption-config.ts';
 import { capCaption, captionImage, MAX_CAPTION_CHARS } from '../../src/pipeline/captioner.ts';
-import { loadManifest } from '../../src/pipeline/manifest.ts';
-import { createSessions, type ModelSessions, type PipelineSessions } from '../../src/pipeline/sessions.ts';
+import { type ModelSessions, type PipelineSessions } from '../../src/pipeline/sessions.ts';
 import { bytesToUnicode } from '../../src/pipeline/tokenizer.ts';
 
-const MANIFEST = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
 const CAPTIONER_DIR = fileURLToPath(new URL('../../models/demo/captioner', import.meta.url));
 
 let sessions: PipelineSessions;
@@ -24,13 +23,7 @@ let model: ModelSessions;
 let dir: string;
 
 beforeAll(async () => {
-  sessions = await createSessions(await loadManifest(MANIFEST), {
-    executionProvider: { provider: 'cpu' },
-    logger: pino({ level: 'silent' }),
-    intraOpThreads: 1,
-    warmUp: false,
-    roles: ['captioner_encoder', 'captioner_decoder'],
-  });
+  sessions = await demoSessions(['captioner_encoder', 'captioner_decoder']);
   model = sessions.models.get('demo-sd15')!;
   dir = await mkdtemp(join(tmpdir(), 'qrart-captioner-'));
 });

@@ -3,29 +3,22 @@
  * side, the client's pixels kept byte for byte outside the seam feather, seeds, captions,
  * passes, progress and abort, the plan's geometry, the NSFW check, and refusals of bad input.
  */
-import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { demoSessions } from '../helpers/demo-sessions.ts';
 import { containsRect } from '../../src/image/canvas.ts';
 import { rawImage, type RawImage } from '../../src/image/raw.ts';
-import { loadManifest } from '../../src/pipeline/manifest.ts';
 import { checkOutpaintRequest, outpaint, outpaintPlan, type OutpaintRequest } from '../../src/pipeline/outpaint.ts';
 import { planOutpaint, type Padding } from '../../src/pipeline/outpaint-plan.ts';
-import { createSessions, type OutpaintModel, type PipelineSessions } from '../../src/pipeline/sessions.ts';
+import { type OutpaintModel, type PipelineSessions } from '../../src/pipeline/sessions.ts';
 
-const MANIFEST = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
 const FEATHER = 16; // the shipped manifest's featherPixels
 
 let sessions: PipelineSessions;
 let target: OutpaintModel;
 
 beforeAll(async () => {
-  sessions = await createSessions(await loadManifest(MANIFEST), {
-    executionProvider: { provider: 'cpu' },
-    logger: pino({ level: 'silent' }),
-    intraOpThreads: 1,
-    warmUp: false,
-  });
+  sessions = await demoSessions();
   target = sessions.forOutpainting();
 });
 
