@@ -1,5 +1,5 @@
 /**
- * Preload for the worker bench (node --require): in worker threads, wraps ONNX Runtime's
+ * Preload for the worker bench (node --require): in the inference thread, wraps ONNX Runtime's
  * InferenceSession.prototype.run and records every call's start/end (absolute ms, comparable
  * across threads), the graph it ran (from its input names) and the thread's V8 heap; it also
  * records the thread's garbage-collection pauses. Records are buffered in the thread and sent
@@ -7,9 +7,11 @@
  * so measuring adds no message per run to the job being measured.
  */
 'use strict';
-const { isMainThread, BroadcastChannel } = require('node:worker_threads');
+const { BroadcastChannel, workerData } = require('node:worker_threads');
 
-if (!isMainThread) {
+// Only the inference thread (its workerData role, inference-client.ts): other threads, such as
+// the loader-hooks thread tsx runs in, must not answer flushes.
+if (workerData && workerData.role === 'qr-art-inference') {
   const v8 = require('node:v8');
   const { PerformanceObserver } = require('node:perf_hooks');
   const ort = require('onnxruntime-node');

@@ -75,23 +75,23 @@ interface GcPause {
   readonly start: number;
   readonly ms: number;
 }
-const runs: OrtRun[] = [];
-const gcs: GcPause[] = [];
+interface ThreadRecords {
+  readonly runs: OrtRun[];
+  readonly gcs: GcPause[];
+}
 const channel = new BroadcastChannel(CHANNEL);
-let flushed: (() => void) | undefined;
-channel.onmessage = (event) => {
-  const data = (event as { data: { runs: OrtRun[]; gcs: GcPause[] } }).data;
-  runs.push(...data.runs);
-  gcs.push(...data.gcs);
-  flushed?.();
-};
-/** Collects the thread's buffered records (between jobs, so no job pays for the messages). */
-const flush = (): Promise<void> =>
+let flushed: ((records: ThreadRecords) => void) | undefined;
+channel.onmessage = (event) => flushed?.((event as { data: ThreadRecords }).data);
+/**
+ * The thread's records since the last flush. Called between jobs, when the thread is idle, so
+ * they are exactly the last job's (no clock comparison across threads) and no job pays for the
+ * messages.
+ */
+const flush = (): Promise<ThreadRecords> =>
   new Promise((resolve) => {
     flushed = resolve;
     channel.postMessage('flush');
   });
-const now = (): number => performance.timeOrigin + performance.now();
 
 let tempDir: string | undefined;
 let manifestPath = DEFAULT_MANIFEST_PATH;
@@ -113,8 +113,8 @@ function job(i: number): JobMessage {
 }
 
 interface JobRecord {
-  readonly start: number;
-  readonly end: number;
+  readonly wall: number;
+  readonly thread: ThreadRecords;
   readonly timings: Record<string, number>;
   readonly scannable: number;
   readonly images: number;
@@ -135,21 +135,19 @@ let size = '';
 // One warm-up job (not counted): JIT, tile caches, ORT arenas at this size.
 await runner.runDetailed(job(-1));
 await flush();
-runs.length = 0;
-gcs.length = 0;
 
 const benchStart = performance.now();
 for (let i = 1; i <= jobs; i++) {
-  const start = now();
+  const start = performance.now();
   const run = await runner.runDetailed(job(i));
-  const end = now();
+  const wall = performance.now() - start;
   if (run.outcome.kind !== 'images') throw new Error(`job ${i}: ${run.outcome.kind}`);
   size = `${run.width}x${run.height}`;
-  records.push({ start, end, timings: run.timings, scannable: run.outcome.images.filter((im) => im.isScannable).length, images: run.outcome.images.length });
-  await flush();
+  const thread = await flush();
+  records.push({ wall, thread, timings: run.timings, scannable: run.outcome.images.filter((im) => im.isScannable).length, images: run.outcome.images.length });
   if (checkpoints.has(i)) {
     const m = process.memoryUsage();
-    memory.push({ job: i, rss: m.rss, mainHeap: m.heapUsed, external: m.external + m.arrayBuffers, threadHeap: runs.at(-1)?.heapUsed });
+    memory.push({ job: i, rss: m.rss, mainHeap: m.heapUsed, external: m.external + m.arrayBuffers, threadHeap: thread.runs.at(-1)?.heapUsed });
   }
 }
 const benchWall = performance.now() - benchStart;
@@ -163,19 +161,17 @@ function overlap(pause: GcPause, inside: readonly OrtRun[]): number {
   return inside.reduce((sum, x) => sum + Math.max(0, Math.min(end, x.end) - Math.max(pause.start, x.start)), 0);
 }
 
-// Model time per job: the session.run() calls inside its window.
+// Model time per job: its session.run() calls.
 const measured = records.map((r) => {
-  const inside = runs.filter((x) => x.start >= r.start && x.end <= r.end);
+  const { runs, gcs } = r.thread;
   const byGraph: Record<string, number> = {};
-  for (const x of inside) byGraph[x.graph] = (byGraph[x.graph] ?? 0) + (x.end - x.start);
-  const model = inside.reduce((s, x) => s + (x.end - x.start), 0);
-  const wall = r.end - r.start;
+  for (const x of runs) byGraph[x.graph] = (byGraph[x.graph] ?? 0) + (x.end - x.start);
+  const model = runs.reduce((s, x) => s + (x.end - x.start), 0);
   // GC pauses between session.run() calls (some happen inside one, as its outputs are allocated: model time).
-  const gc = gcs.filter((g) => g.start >= r.start && g.start <= r.end).reduce((sum, g) => sum + g.ms - overlap(g, inside), 0);
-  return { wall, model, gc, calls: inside.length, byGraph, timings: r.timings };
+  const gc = gcs.reduce((sum, g) => sum + g.ms - overlap(g, runs), 0);
+  return { wall: r.wall, model, gc, calls: runs.length, byGraph, timings: r.timings };
 });
 const expectedCalls = 1 + 2 * steps + batch + 1; // text encoder, ControlNet + UNet per step, VAE per image, safety checker
-// A job whose run records did not all arrive in its window would count as model-free: leave it out.
 const perJob = measured.filter((j) => j.calls === expectedCalls);
 const badCalls = measured.length - perJob.length;
 
@@ -233,7 +229,7 @@ console.table(
 );
 console.log(
   `images/min ${imagesPerMinute.toFixed(1)}; job wall median ${med(walls).toFixed(1)} ms; session.run calls per job ${expectedCalls}` +
-    (badCalls ? ` (${badCalls} jobs left out: their run records did not all fall in their window)` : '') +
+    (badCalls ? ` (${badCalls} jobs left out: not the expected session.run calls)` : '') +
     `; scannable ${records.reduce((s, r) => s + r.scannable, 0)}/${records.reduce((s, r) => s + r.images, 0)}`,
 );
 const verdicts = [
