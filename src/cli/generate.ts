@@ -13,7 +13,7 @@ import type { ExecutionProvider } from '../pipeline/sessions.ts';
 import { DiffusionRunner } from '../worker/diffusion-runner.ts';
 import { DEFAULT_MANIFEST_PATH, InferenceClient } from '../worker/inference-client.ts';
 import { JobInputError } from '../worker/runner.ts';
-import { catalogue, ENHANCE_VALUES, isWorkflowName, QR_CODE_PATTERNS, V5_MODELS } from '../workflows/catalogue.ts';
+import { catalogue, ENHANCE_VALUES, isWorkflowName, QR_CODE_PATTERNS, QR_REPAIR_MODES, V5_MODELS } from '../workflows/catalogue.ts';
 import { requestSchemas } from '../workflows/schemas.ts';
 import { ASPECT_RATIOS, RESOLUTIONS } from '../workflows/sizes.ts';
 import { parseCreateBody } from '../workflows/validate.ts';
@@ -56,6 +56,7 @@ Body flags are checked by the API's rules for the workflow.
   --pattern NAME         ${QR_CODE_PATTERNS.join(' ')}
   --preset NAME          style preset (v5)
   --enhance VALUE        ${ENHANCE_VALUES.join(' ')} (v5)
+  --qr-repair VALUE      ${QR_REPAIR_MODES.join(' ')} (default: the workflow's; docs/scan-repair.md)
 
   --out DIR              where the PNG files go (default .)
   --manifest PATH        model manifest (default MODELS_MANIFEST, else the package's models/manifest.json)
@@ -86,6 +87,7 @@ const BODY_FLAGS: readonly BodyFlag[] = [
   { field: 'qrCodePartern', flag: '--pattern', kind: 'text' },
   { field: 'preset', flag: '--preset', kind: 'text' },
   { field: 'enhance', flag: '--enhance', kind: 'text' },
+  { field: 'qrRepair', flag: '--qr-repair', kind: 'text' },
 ];
 
 /** v1-v4 bodies call the prompt qrText and the steps qrSteps. */

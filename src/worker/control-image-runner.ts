@@ -4,6 +4,7 @@ import { DEFAULT_IMAGE_FETCH_LIMITS, fetchImage, isImageFetchError, type ImageFe
 import type { RawImage } from '../image/raw.ts';
 import { renderControlImage } from '../qr/control-image.ts';
 import { QrContentTooLongError } from '../qr/encode.ts';
+import type { QrGeometry } from '../qr/guarantee.ts';
 import { QrLayoutError } from '../qr/layout.ts';
 import { decodeAny, scanCheck } from '../qr/scan.ts';
 import type { JobMessage } from '../queue/schemas.ts';
@@ -51,6 +52,14 @@ export interface JobControlImage {
   readonly expected: string;
   /** Side of the code in the image, in pixels: the scan check's scale hint. */
   readonly codeSide: number;
+  /**
+   * Where the code's modules are, in output pixels (the control image is at the output size),
+   * and the control image itself (the pattern's shapes): what lets ensureScannable repair the
+   * generated images. v4/v5 only. Absent for a client's qrImage (v1-v3b): the decoders report
+   * only that a code was read, not where each module of it lies after the letterbox resize, so
+   * those images are checked and never repaired.
+   */
+  readonly geometry?: QrGeometry;
 }
 
 /** The control image of a QR job; input problems become JobInputErrors (failed, refunded). */
@@ -62,7 +71,12 @@ export async function jobControlImage(
   if (plan.kind === 'client-image') return clientControlImage(plan.url, plan.canvas, options, signal);
   try {
     const control = renderControlImage(plan);
-    return { image: control.image, expected: plan.content, codeSide: control.layout.codePixels };
+    return {
+      image: control.image,
+      expected: plan.content,
+      codeSide: control.layout.codePixels,
+      geometry: { matrix: control.matrix, layout: control.layout, control: control.image },
+    };
   } catch (error) {
     if (error instanceof QrContentTooLongError || error instanceof QrLayoutError) throw new JobInputError(error.message);
     throw error;

@@ -8,7 +8,9 @@
  *   generation      in the inference thread (InferenceClient): txt2img + ControlNet, enhance=face,
  *                   NSFW flags; the main thread keeps heartbeating meanwhile
  *   NSFW            any flagged image rejects the whole job ({ kind: 'nsfw' })
- *   isScanables     scanCheck of each image against the expected text
+ *   isScanables     ensureScannable of each image against the expected text: the scan check,
+ *                   and at the request's qrRepair level the module repair (qr/guarantee.ts);
+ *                   the verdict is on the image delivered
  *   files           PNG
  * Outpainting jobs go to outpaint-job.ts.
  * The scan check and PNG encoding of each image start as soon as the thread hands the image
@@ -20,10 +22,10 @@ import type { RawImage } from '../image/raw.ts';
 import type { ImageFetchLimits } from '../image/fetch.ts';
 import type { OutboundPolicy } from '../net/safe-url.ts';
 import { resolveWorkflow, type ManifestData } from '../pipeline/manifest.ts';
-import { scanCheck } from '../qr/scan.ts';
+import { ensureScannable } from '../qr/guarantee.ts';
 import type { JobMessage } from '../queue/schemas.ts';
 import { catalogue, isWorkflowName, type V5Model } from '../workflows/catalogue.ts';
-import { controlPlanFor } from '../workflows/control.ts';
+import { controlPlanFor, repairModeFor } from '../workflows/control.ts';
 import type { QrWorkflowName } from '../workflows/names.ts';
 import type { PresetName } from '../workflows/presets.ts';
 import { jobControlImage } from './control-image-runner.ts';
@@ -104,6 +106,8 @@ export function settingsFor(manifest: ManifestData, workflow: QrWorkflowName, in
 
 export class DiffusionRunner implements JobRunner {
   readonly name = 'diffusion';
+  /** Since this worker started: images checked, images repaired, modules changed (logged with every job). */
+  readonly repairTotals = { images: 0, repaired: 0, changedModules: 0 };
 
   constructor(private readonly options: DiffusionRunnerOptions) {}
 
@@ -124,7 +128,8 @@ export class DiffusionRunner implements JobRunner {
     const settings = settingsFor(this.options.inference.manifest, job.workflow, job.input, job.imageCount);
 
     const fetchOptions = { policy: this.options.policy, ...(this.options.fetchLimits ? { fetchLimits: this.options.fetchLimits } : {}) };
-    const { image: control, expected, codeSide } = await jobControlImage(plan, fetchOptions, signal ?? new AbortController().signal);
+    const { image: control, expected, codeSide, geometry } = await jobControlImage(plan, fetchOptions, signal ?? new AbortController().signal);
+    const repairMode = repairModeFor(job.workflow, job.input);
     timings.qr_render = performance.now() - t0;
     const { width, height } = plan.canvas;
 
@@ -132,8 +137,11 @@ export class DiffusionRunner implements JobRunner {
     // thread hands it over, while the thread goes on with the next image and the NSFW check.
     const finishing: Promise<FinishedImage>[] = [];
     const finish = async (image: RawImage): Promise<FinishedImage> => {
-      const [scan, png] = await Promise.all([timed(() => scanCheck(image, expected, codeSide !== undefined ? { codeSide } : {})), timed(() => encodePng(image))]);
-      return { scannable: scan.value.scannable, data: png.value, scanMs: scan.ms, pngMs: png.ms };
+      // The PNG of the generated image is made meanwhile; it is the one delivered unless repaired.
+      const [check, png] = await Promise.all([timed(() => ensureScannable(image, expected, geometry, repairMode, { codeSide })), timed(() => encodePng(image))]);
+      const { repaired, changedModules } = check.value;
+      const again = repaired ? await timed(() => encodePng(check.value.image)) : undefined;
+      return { scannable: check.value.scannable, repaired, changedModules, data: again?.value ?? png.value, scanMs: check.ms, pngMs: png.ms + (again?.ms ?? 0) };
     };
     const i0 = performance.now();
     let result: InferenceResult;
@@ -175,13 +183,19 @@ export class DiffusionRunner implements JobRunner {
     timings.png = finished.reduce((sum, f) => sum + f.pngMs, 0);
     timings.total = performance.now() - t0;
     const images: RenderedImage[] = finished.map((f) => ({ data: f.data, extension: 'png', isScannable: f.scannable }));
-    log.info({ isScanables: images.map((im) => im.isScannable), ms: roundAll(timings) }, 'generation done');
+    const repair = { mode: repairMode, repaired: finished.filter((f) => f.repaired).length, changedModules: finished.reduce((n, f) => n + f.changedModules, 0) };
+    this.repairTotals.images += finished.length;
+    this.repairTotals.repaired += repair.repaired;
+    this.repairTotals.changedModules += repair.changedModules;
+    log.info({ isScanables: images.map((im) => im.isScannable), repair, repairTotals: this.repairTotals, ms: roundAll(timings) }, 'generation done');
     return { outcome: { kind: 'images', images }, timings, seed: settings.seed, width, height };
   }
 }
 
 interface FinishedImage {
   readonly scannable: boolean;
+  readonly repaired: boolean;
+  readonly changedModules: number;
   readonly data: Buffer;
   readonly scanMs: number;
   readonly pngMs: number;

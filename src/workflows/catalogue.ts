@@ -67,6 +67,18 @@ export const QR_CODE_PATTERNS = [
 ] as const;
 export type QrCodePattern = (typeof QR_CODE_PATTERNS)[number];
 
+/**
+ * Values of qrRepair: what the worker does to an output image a phone might not read
+ * (docs/scan-repair.md). off: deliver as generated, isScanables only reports; on_failure: repair
+ * the misread modules of an image that fails the scan check; always: repair every image.
+ */
+export const QR_REPAIR_MODES = ['off', 'on_failure', 'always'] as const;
+export type QrRepairMode = (typeof QR_REPAIR_MODES)[number];
+
+export function isQrRepairMode(value: unknown): value is QrRepairMode {
+  return typeof value === 'string' && (QR_REPAIR_MODES as readonly string[]).includes(value);
+}
+
 export const OUTPAINTING_TYPES = ['one_shot', 'multi_shots'] as const;
 export type OutpaintingType = (typeof OUTPAINTING_TYPES)[number];
 
@@ -146,8 +158,14 @@ interface EntryBase<F extends WorkflowFamily> {
   readonly defaults: Readonly<Record<string, string | number>>;
 }
 
+/** What every QR workflow has. */
+interface QrEntryBase<F extends WorkflowFamily> extends EntryBase<F> {
+  /** qrRepair when the request has none. Not filled into the input echo: absent means this. */
+  readonly qrRepair: QrRepairMode;
+}
+
 /** v1, v1.1, v2, v3a, v3b: the client supplies a QR image URL in qrImage. */
-export interface QrImageEntry extends EntryBase<'qr-image'> {
+export interface QrImageEntry extends QrEntryBase<'qr-image'> {
   readonly params: {
     readonly qrStrength: RangeWithDefault;
     readonly qrSteps: RangeWithDefault;
@@ -158,7 +176,7 @@ export interface QrImageEntry extends EntryBase<'qr-image'> {
 }
 
 /** v4, v4s, v4real, v4niji, v4dream: the service encodes qrContent. */
-export interface QrContentEntry extends EntryBase<'qr-content'> {
+export interface QrContentEntry extends QrEntryBase<'qr-content'> {
   readonly params: {
     readonly qrStrength: RangeWithDefault;
     /** null: the workflow does not accept qrSteps (v4); a sent value is dropped. */
@@ -175,7 +193,7 @@ export interface QrContentEntry extends EntryBase<'qr-content'> {
 }
 
 /** v5, v5s. */
-export interface QrV5Entry extends EntryBase<'qr-v5'> {
+export interface QrV5Entry extends QrEntryBase<'qr-v5'> {
   readonly params: {
     readonly steps: RangeWithDefault;
     readonly cfg: RangeWithDefault;
@@ -240,6 +258,15 @@ const V5_CONTROL_BY_MODEL: Readonly<Record<V5Model, QrControlSettings>> = Object
   real: BLACK_ON_WHITE,
 });
 
+/**
+ * qrRepair defaults. v4 and later render the code themselves, so the worker knows where every
+ * module is and can repair a generation that would not scan. v1-v3b condition on the client's
+ * own code image: its images are delivered as generated unless the request asks (and without
+ * our own render the worker can then only check them; docs/scan-repair.md).
+ */
+const CLIENT_IMAGE_QR_REPAIR: QrRepairMode = 'off';
+const RENDERED_QR_REPAIR: QrRepairMode = 'on_failure';
+
 /** Resolution price factors of v5 / v5s, in percent of the SD price. */
 const V5_RESOLUTION_FACTOR_PERCENT: Readonly<Record<Resolution, number>> = Object.freeze({
   SD: 100,
@@ -268,6 +295,7 @@ function qrImageEntry(name: WorkflowName, version: string, cents: number, descri
     description,
     params,
     control: Object.freeze({ canvas: NATIVE_CANVAS }),
+    qrRepair: CLIENT_IMAGE_QR_REPAIR,
     defaults: Object.freeze({ qrStrength: params.qrStrength.default, qrSteps: params.qrSteps.default }),
     cost: Object.freeze({ kind: 'flat', cents }),
   };
@@ -293,6 +321,7 @@ function qrContentEntry(
     description,
     params,
     control: Object.freeze({ ...controlSettings, canvas: NATIVE_CANVAS, qrRatio: V4_QR_RATIO, pattern: 's1' }),
+    qrRepair: RENDERED_QR_REPAIR,
     defaults: Object.freeze(defaults),
     cost: Object.freeze({ kind: 'per_image', centsPerImage }),
   };
@@ -321,6 +350,7 @@ function qrV5Entry(
     params,
     enumDefaults,
     controlByModel: V5_CONTROL_BY_MODEL,
+    qrRepair: RENDERED_QR_REPAIR,
     defaults: Object.freeze({
       steps: params.steps.default,
       qrStrength: params.qrStrength.default,

@@ -5,7 +5,7 @@
  */
 import type { Canvas, Placement } from '../qr/layout.ts';
 import { placementFor } from '../qr/control-image.ts';
-import { catalogue, type QrCodePattern, type QrControlSettings, type V5Model } from './catalogue.ts';
+import { catalogue, isQrRepairMode, type QrCodePattern, type QrControlSettings, type QrRepairMode, type V5Model } from './catalogue.ts';
 import type { WorkflowName } from './names.ts';
 import { outputSize, type AspectRatio, type Resolution } from './sizes.ts';
 
@@ -33,4 +33,15 @@ export function controlPlanFor(workflow: WorkflowName, input: Readonly<Record<st
     case 'outpainting':
       return { kind: 'none' };
   }
+}
+
+/**
+ * The repair level of a job's images: the request's qrRepair, else the workflow's default in the
+ * catalogue (off for v1-v3b, on_failure for v4 and later). Outpainting has no code: off. The
+ * input has passed parseCreateBody; a stored input from before the field existed has none.
+ */
+export function repairModeFor(workflow: WorkflowName, input: Readonly<Record<string, unknown>>): QrRepairMode {
+  const entry = catalogue[workflow];
+  if (entry.family === 'outpainting') return 'off';
+  return isQrRepairMode(input.qrRepair) ? input.qrRepair : entry.qrRepair;
 }

@@ -17,6 +17,7 @@ import {
   LIMITS,
   OUTPAINTING_TYPES,
   QR_CODE_PATTERNS,
+  QR_REPAIR_MODES,
   V5_MODELS,
   type NumericRange,
   type OutpaintingEntry,
@@ -174,6 +175,26 @@ function qrSteps(r: RangeWithDefault) {
     .meta({ description: `Sampling steps, integer ${r.min}..${r.max} (a string of digits is accepted for backwards compatibility).` });
 }
 
+/**
+ * qrRepair: optional; absent means the workflow's default (catalogue), which is not written into
+ * the input echo, so stored inputs keep meaning what they meant.
+ */
+function qrRepair(entry: QrImageEntry | QrContentEntry | QrV5Entry) {
+  const note =
+    entry.family === 'qr-image'
+      ? ' For this workflow the worker has no render of the code (it is the client image), so on_failure and always only check.'
+      : '';
+  return z
+    .enum(QR_REPAIR_MODES)
+    .optional()
+    .meta({
+      description:
+        'What to do with an output a phone might not scan: off (deliver as generated), on_failure (repair the misread modules of images that fail the scan check), ' +
+        `always (repair every image). Default for this workflow: ${entry.qrRepair}.${note}`,
+      default: entry.qrRepair,
+    });
+}
+
 function seed() {
   return numberInRange(LIMITS.seed).optional().meta({ description: 'Random seed; random when absent (the chosen value is stored in the input echo).' });
 }
@@ -196,13 +217,14 @@ function qrImageSchema(entry: QrImageEntry, options: SchemaOptions): Built {
       qrImage: imageUrl('URL of the classic (black and white) QR code image.'),
       qrStrength: numberWithDefault(p.qrStrength, 'Strength of the QR code in the image.'),
       qrSteps: qrSteps(p.qrSteps),
+      qrRepair: qrRepair(entry),
       seed: seed(),
       negativePrompt: optionalText('What should not appear.'),
       webhook: webhookUrl(options),
     }),
     kinds: {
       workflow: 'literal', qrText: 'text', qrImage: 'url', qrStrength: 'number', qrSteps: 'digits-or-integer',
-      seed: 'integer', negativePrompt: 'text', webhook: 'url',
+      qrRepair: 'enum', seed: 'integer', negativePrompt: 'text', webhook: 'url',
     },
   };
 }
@@ -218,6 +240,7 @@ function qrContentSchema(entry: QrContentEntry, options: SchemaOptions): Built {
       qrStrength: numberWithDefault(p.qrStrength, 'Strength of the QR code in the image.'),
       ...stepsShape,
       batchSize: numberWithDefault(p.batchSize, 'Number of images to produce.'),
+      qrRepair: qrRepair(entry),
       seed: seed(),
       negativePrompt: optionalText('What should not appear.'),
       webhook: webhookUrl(options),
@@ -225,7 +248,7 @@ function qrContentSchema(entry: QrContentEntry, options: SchemaOptions): Built {
     kinds: {
       workflow: 'literal', qrText: 'text', qrContent: 'string', qrStrength: 'number',
       ...(p.qrSteps ? { qrSteps: 'digits-or-integer' as const } : {}),
-      batchSize: 'integer', seed: 'integer', negativePrompt: 'text', webhook: 'url',
+      batchSize: 'integer', qrRepair: 'enum', seed: 'integer', negativePrompt: 'text', webhook: 'url',
     },
   };
 }
@@ -253,12 +276,14 @@ function qrV5Schema(entry: QrV5Entry, options: SchemaOptions): Built {
       qrY: z.int().min(0).max(MAX_OUTPUT_SIDE).optional().meta({ description: 'Top edge of the QR code in output pixels; centred when absent. Must keep the code inside the canvas.' }),
       qrRatio: numberWithDefault(p.qrRatio, "Side of the QR code as a fraction of the output's short side."),
       preset: z.enum(PRESETS).optional().meta({ description: 'Style preset (spec 4.4).' }),
+      qrRepair: qrRepair(entry),
       webhook: webhookUrl(options),
     }),
     kinds: {
       workflow: 'literal', prompt: 'text', qrContent: 'string', negativePrompt: 'text', seed: 'integer', steps: 'integer',
       qrStrength: 'number', cfg: 'number', model: 'enum', batchSize: 'integer', enhance: 'enum', aspectRatio: 'enum',
-      resolution: 'enum', qrCodePartern: 'enum', qrX: 'integer', qrY: 'integer', qrRatio: 'number', preset: 'enum', webhook: 'url',
+      resolution: 'enum', qrCodePartern: 'enum', qrX: 'integer', qrY: 'integer', qrRatio: 'number', preset: 'enum',
+      qrRepair: 'enum', webhook: 'url',
     },
   };
 }

@@ -79,11 +79,12 @@ const CASES: Case[] = [
     },
     size: '4:3 SD', images: 3, content: 'https://example.com/v5s',
   },
-  // Control case: at qrStrength 0 the ControlNet adds nothing, so the art carries no code and
-  // an honest check says false (a check that always said true would fail here).
+  // Control case: at qrStrength 0 the ControlNet adds nothing and with qrRepair off nothing
+  // paints the code in, so the art carries no code and an honest check says false (a check that
+  // always said true would fail here).
   {
-    workflow: 'generate_qr_art_v4s', label: 'generate_qr_art_v4s at qrStrength 0 (no code in the art)',
-    body: { qrText: 'a quiet harbour', qrContent: 'https://example.com/no-code', qrStrength: 0, qrSteps: 10, batchSize: 1, seed: 7 },
+    workflow: 'generate_qr_art_v4s', label: 'generate_qr_art_v4s at qrStrength 0 without repair (no code in the art)',
+    body: { qrText: 'a quiet harbour', qrContent: 'https://example.com/no-code', qrStrength: 0, qrRepair: 'off', qrSteps: 10, batchSize: 1, seed: 7 },
     size: '1:1 SD', images: 1, content: 'https://example.com/no-code', verdicts: [false],
   },
 ];

@@ -8,12 +8,12 @@ import { mulberry32 as prng } from '../../src/util/mulberry32.ts';
 const FIELD_NAMES = [
   'workflow', 'qrText', 'qrImage', 'qrContent', 'qrStrength', 'qrSteps', 'seed', 'negativePrompt', 'webhook', 'batchSize', 'prompt',
   'steps', 'cfg', 'model', 'enhance', 'aspectRatio', 'resolution', 'qrCodePartern', 'qrX', 'qrY', 'qrRatio', 'preset', 'image',
-  'image_width', 'image_height', 'padding_left', 'padding_right', 'padding_top', 'padding_bottom', 'type', '__proto__', 'constructor', 'toString',
+  'image_width', 'image_height', 'padding_left', 'padding_right', 'padding_top', 'padding_bottom', 'type', 'qrRepair', '__proto__', 'constructor', 'toString',
 ];
 
 const STRINGS = [
   '', ' ', 'x', '1', '15', '1.5', '-1', 'NaN', 'face', 'SD', 'UltraHD', '16:9', 'anime', 'one_shot', 'multi_shots', 'https://example.com/a.png',
-  'http://127.0.0.1/hook', 'https://[::1]/', 'javascript:alert(1)', '\u0000', '\ud800', '😀'.repeat(400), 'a'.repeat(2100), '9'.repeat(3100),
+  'off', 'on_failure', 'always', 'http://127.0.0.1/hook', 'https://[::1]/', 'javascript:alert(1)', '\u0000', '\ud800', '😀'.repeat(400), 'a'.repeat(2100), '9'.repeat(3100),
   ...WORKFLOWS,
 ];
 
