@@ -2,7 +2,7 @@
  * The worker's job path on CPU: v5 1:1 SD jobs (768×768, one image) through
  * DiffusionRunner.runDetailed, i.e. control image, the inference thread (tokenize + text encoder,
  * ControlNet + UNet per step, VAE, NSFW), scan check and PNG, as the daemon runs them.
- *   npm run bench -- worker [--jobs N] [--steps S] [--heavy] [--convs K] [--threads T] [--batch B] [--system-malloc]
+ *   npm run bench -- worker [--jobs N] [--steps S] [--heavy] [--convs K] [--threads T] [--batch B] [--qr-repair MODE] [--system-malloc]
  *
  * Figures:
  *   - stage medians (ms) from runDetailed's timings, per step for ControlNet/UNet/scheduler;
@@ -64,6 +64,7 @@ const { values } = parseArgs({
     threads: { type: 'string', default: '1' },
     batch: { type: 'string', default: '1' },
     'system-malloc': { type: 'boolean', default: false },
+    'qr-repair': { type: 'string' },
   },
   allowPositionals: true,
 });
@@ -115,7 +116,7 @@ const client = await InferenceClient.start({ manifestPath, executionProvider: { 
 const runner = new DiffusionRunner({ inference: client, logger, policy: { allowPrivate: false } });
 
 function job(i: number): JobMessage {
-  const body = { workflow: 'generate_qr_art_v5', prompt: 'a blue koi pond, watercolor', qrContent: `https://example.com/qr-art/bench/${i}`, aspectRatio: '1:1', resolution: 'SD', steps, batchSize: batch, seed: 1000 + i };
+  const body = { workflow: 'generate_qr_art_v5', prompt: 'a blue koi pond, watercolor', qrContent: `https://example.com/qr-art/bench/${i}`, aspectRatio: '1:1', resolution: 'SD', steps, batchSize: batch, seed: 1000 + i, ...(values['qr-repair'] ? { qrRepair: values['qr-repair'] } : {}) };
   const parsed = parseCreateBody(body, { allowPrivateUrls: false });
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
   const { workflow, input, imageCount } = parsed.value;
@@ -233,7 +234,7 @@ const steadyGrowth = tenth && jobs > 10 ? ((last.rss - tenth.rss) / tenth.rss) *
 const mb = (b: number | undefined) => (b === undefined ? 'n/a' : (b / 2 ** 20).toFixed(1));
 
 console.log(
-  `\nWorker job path: v5 1:1 SD (${size}), batch ${batch}, ${steps} steps, ${jobs} jobs, ${values.heavy ? `HEAVY UNet (${values.convs}×conv3x3 C=320)` : 'demo graphs'}, ` +
+  `\nWorker job path: v5 1:1 SD (${size}), batch ${batch}, qrRepair ${values['qr-repair'] ?? 'on_failure (default)'}, ${steps} steps, ${jobs} jobs, ${values.heavy ? `HEAVY UNet (${values.convs}×conv3x3 C=320)` : 'demo graphs'}, ` +
     `CPU, ${threads} ONNX thread(s), Node ${process.version}, GLIBC_TUNABLES=${process.env.GLIBC_TUNABLES ?? '(none)'}`,
 );
 console.table(table);
