@@ -8,9 +8,9 @@
  *   g.output(y, 'out_sample', 'float32', ['batch', 4, 'height', 'width']);
  *   const bytes = g.build();
  */
+import { dataTypeOf } from '../../src/onnx/proto.ts';
 import {
   encodeModel,
-  ONNX_DTYPE,
   type AttributeDef,
   type Dim,
   type DType,
@@ -166,7 +166,7 @@ export class GraphBuilder {
   }
 
   cast(x: Value, to: DType): Value {
-    return this.op('Cast', [x], { to: ONNX_DTYPE[to] });
+    return this.op('Cast', [x], { to: dataTypeOf(to) });
   }
 
   build(opts: { docString?: string; opset?: number } = {}): Uint8Array {
