@@ -5,7 +5,7 @@ import { startApiService } from './runtime/api-service.ts';
 import { NatsServerMissingError, startLocalNats, type LocalNats } from './runtime/local-nats.ts';
 import { startWorkerService } from './runtime/worker-service.ts';
 import { ManifestError } from './pipeline/manifest.ts';
-import { InferenceInitError } from './worker/inference-client.ts';
+import { InferenceInitError } from './worker/inference-protocol.ts';
 
 const USAGE = `qr-art <command>
 
@@ -16,6 +16,7 @@ Commands:
   keys      manage users, API keys and credits (qr-art keys --help)
   qr        qr render: write a v5 control image to preview a layout (qr-art qr --help)
   generate  one QR art generation on this machine, no server (qr-art generate --help)
+  models    models fuse: one denoiser graph from a ControlNet and a UNet (qr-art models --help)
 
 Configuration is read from the environment: see README.md.`;
 
@@ -32,6 +33,10 @@ export async function main(argv: string[]): Promise<number> {
       case 'keys': {
         const { keysCommand } = await import('./cli/keys.ts');
         return await keysCommand(rest, loadConfig());
+      }
+      case 'models': {
+        const { modelsCommand } = await import('./cli/models.ts');
+        return await modelsCommand(rest);
       }
       case 'generate': {
         const { generateCommand } = await import('./cli/generate.ts');
@@ -78,6 +83,7 @@ async function serve(config: Config): Promise<number> {
 async function worker(config: Config): Promise<number> {
   const logger = createLogger(config.LOG_LEVEL, 'worker');
   const service = await startWorkerService({ config, natsUrl: requireNatsUrl(config), logger });
+  void service.fatal.then((error) => exitOnDeviceFault(logger, error, [() => service.stop()]));
   return untilSignal(logger, [() => service.stop()]);
 }
 
@@ -95,10 +101,35 @@ async function start(config: Config): Promise<number> {
     config,
     natsUrl,
     logger: logger.child({ role: 'api' }),
-    extraReadiness: { worker: async () => workerService.daemon.ready() },
+    extraReadiness: { worker: workerService.readiness.pulling, inference: workerService.readiness.inference },
   });
   logger.info({ address: api.address, docs: `${api.address}/docs` }, 'qr-art is up');
-  return untilSignal(logger, [() => api.stop(), () => workerService.stop(), async () => nats?.stop()]);
+  const stoppers = [() => api.stop(), () => workerService.stop(), async () => nats?.stop()];
+  void workerService.fatal.then((error) => exitOnDeviceFault(logger, error, stoppers));
+  return untilSignal(logger, stoppers);
+}
+
+/** Exit code of a worker that gave its device up (its jobs were handed back first). */
+export const DEVICE_FAULT_EXIT_CODE = 3;
+
+/**
+ * The device failed or the inference thread is stuck: every job in hand has been handed back;
+ * stop what can be stopped and exit non-zero so the orchestrator replaces the pod. A thread stuck
+ * in native code keeps even process.exit() from finishing, so past a grace period the process
+ * kills itself.
+ */
+async function exitOnDeviceFault(logger: Logger, error: Error, stoppers: (() => Promise<unknown>)[]): Promise<never> {
+  logger.fatal({ err: error }, 'giving the device up: every job in hand was handed back; exiting');
+  const stopped = (async () => {
+    for (const stop of stoppers) await stop().catch((err) => logger.error({ err }, 'error during shutdown'));
+    return true;
+  })();
+  const done = await Promise.race([stopped, new Promise<false>((resolve) => setTimeout(() => resolve(false), 10_000).unref())]);
+  if (!done) {
+    logger.fatal('shutdown did not finish (a thread is stuck in native code); killing the process');
+    process.kill(process.pid, 'SIGKILL');
+  }
+  process.exit(DEVICE_FAULT_EXIT_CODE);
 }
 
 /** Graceful shutdown: on SIGTERM/SIGINT run the stoppers in order, then exit. */

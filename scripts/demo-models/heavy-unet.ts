@@ -7,16 +7,20 @@
  * judged against it.
  *
  *   npx tsx scripts/demo-models/heavy-unet.ts <output folder> [convs] [channels]
- * writes <folder>/unet/model.onnx and <folder>/manifest.json: a copy of models/manifest.json
- * whose graphs point at models/demo (absolute paths) except the UNet, which points at the
- * heavy one (and, with `inpaint`, unet_inpaint at <folder>/unet_inpaint/model.onnx, the same
- * stack on the demo inpainting UNet: scripts/bench/outpaint.ts --heavy).
+ * writes <folder>/denoiser/model.onnx (the demo ControlNet fused with the heavy UNet) and
+ * <folder>/manifest.json: a copy of models/manifest.json whose graphs point at models/demo
+ * (absolute paths) except the denoiser (with `separate`: <folder>/unet/model.onnx and the demo
+ * ControlNet as the pair), and, with `inpaint`, unet_inpaint at <folder>/unet_inpaint/model.onnx
+ * (the same stack on the demo inpainting UNet: scripts/bench/outpaint.ts --heavy).
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
+import { fuseControlNet } from '../../src/onnx/fuse.ts';
+import { decodeModel, encodeModel } from '../../src/onnx/proto.ts';
 import { GraphBuilder, type Value } from './graph.ts';
-import { buildUnet, buildUnetInpaint } from './sd15.ts';
+import { useSeparatePair, writeManifestVariant } from './manifest-variants.ts';
+import { buildControlNet, buildUnet, buildUnetInpaint } from './sd15.ts';
 import { mulberry32 } from '../../src/util/mulberry32.ts';
 
 export interface HeavyOptions {
@@ -74,29 +78,31 @@ export function buildHeavyUnetInpaint(options: HeavyOptions): Uint8Array {
   return withConvStack('unet_inpaint', buildUnetInpaint, options, 9);
 }
 
-const DEMO_MANIFEST = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
+/** The demo ControlNet fused with the heavy UNet (what `qr-art models fuse` makes of that pair). */
+export function buildHeavyDenoiser(options: HeavyOptions): Uint8Array {
+  const fused = fuseControlNet({ model: decodeModel(buildControlNet()), file: 'controlnet/model.onnx' }, { model: decodeModel(buildHeavyUnet(options)), file: 'heavy unet' });
+  return encodeModel(fused);
+}
 
-/** Writes the heavy UNet and a manifest using it into `outDir`; returns the manifest's path. */
-export async function writeHeavyModels(outDir: string, options: HeavyOptions): Promise<string> {
-  const demoDir = resolve(DEMO_MANIFEST, '..');
-  const manifest = JSON.parse(await readFile(DEMO_MANIFEST, 'utf8')) as {
-    models: Record<string, { tokenizer: string; graphs: Record<string, { path: string }> }>;
+/**
+ * Writes the heavy graphs and a manifest using them into `outDir`; returns the manifest's path.
+ * The model runs the heavy fused denoiser, or with `separate` the demo ControlNet + heavy UNet pair.
+ */
+export async function writeHeavyModels(outDir: string, options: HeavyOptions & { readonly separate?: boolean }): Promise<string> {
+  const write = async (role: string, bytes: Uint8Array): Promise<string> => {
+    await mkdir(join(outDir, role), { recursive: true });
+    const file = join(outDir, role, 'model.onnx');
+    await writeFile(file, bytes);
+    return file;
   };
-  await mkdir(join(outDir, 'unet'), { recursive: true });
-  const heavy: Record<string, string> = { unet: join(outDir, 'unet', 'model.onnx') };
-  await writeFile(heavy.unet!, buildHeavyUnet(options));
-  if (options.inpaint) {
-    await mkdir(join(outDir, 'unet_inpaint'), { recursive: true });
-    heavy.unet_inpaint = join(outDir, 'unet_inpaint', 'model.onnx');
-    await writeFile(heavy.unet_inpaint, buildHeavyUnetInpaint(options));
-  }
-  for (const model of Object.values(manifest.models)) {
-    model.tokenizer = resolve(demoDir, model.tokenizer);
-    for (const [role, graph] of Object.entries(model.graphs)) graph.path = heavy[role] ?? resolve(demoDir, graph.path);
-  }
-  const file = join(outDir, 'manifest.json');
-  await writeFile(file, JSON.stringify(manifest, null, 2));
-  return file;
+  const heavy = options.separate ? await write('unet', buildHeavyUnet(options)) : await write('denoiser', buildHeavyDenoiser(options));
+  const inpaint = options.inpaint ? await write('unet_inpaint', buildHeavyUnetInpaint(options)) : undefined;
+  return writeManifestVariant(outDir, 'manifest', (manifest) => {
+    if (options.separate) useSeparatePair(manifest);
+    const graphs = manifest.models['demo-sd15'].graphs;
+    graphs[options.separate ? 'unet' : 'denoiser'].path = heavy;
+    if (inpaint) graphs.unet_inpaint.path = inpaint;
+  });
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {

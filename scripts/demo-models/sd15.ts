@@ -54,6 +54,12 @@
  *   outward (kept-weighted means per level, spread by a few 3×3 steps, coarser levels filling
  *   where finer ones have nothing) plus the prompt field faded in away from the kept area.
  *
+ * denoiser/model.onnx
+ *   controlnet + unet fused by `qr-art models fuse` (src/onnx/fuse.ts): sample float32 [B,4,h,w],
+ *   timestep float32 [1], encoder_hidden_states float32 [R,77,768] (R = 2: [uncond, cond]),
+ *   controlnet_cond uint8 [1,3,H,W], conditioning_scale and guidance_scale float32 scalars
+ *   → noise_pred float32 [B,4,h,w]; the same numbers as the pair with CFG done outside.
+ *
  * vae_decoder/model.onnx
  *   in  latent_sample float32 [B,4,h,w]  (pipeline divides latents by 0.18215 first)
  *   out sample        float32 [B,3,H,W]  in (−1,1): tanh(blur(up8(A·0.18215·z)))
@@ -85,6 +91,8 @@
  *   (WordLevel), generation_config.json and preprocessor_config.json.
  */
 import { GraphBuilder, type Value } from './graph.ts';
+import { fuseControlNet } from '../../src/onnx/fuse.ts';
+import { decodeModel, encodeModel } from '../../src/onnx/proto.ts';
 // Deterministic weights, so rebuilt graphs are byte-identical.
 import { mulberry32 as rng } from '../../src/util/mulberry32.ts';
 
@@ -738,10 +746,23 @@ export function captionTokenizerJson(): string {
 }
 
 /** Every demo graph, by path under the output folder. */
+/**
+ * The demo ControlNet and UNet fused into one graph of the `denoiser` role, exactly as
+ * `qr-art models fuse` makes it from the two files (src/onnx/fuse.ts).
+ */
+export function buildDenoiser(): Uint8Array {
+  const source = (build: () => Uint8Array, file: string) => ({ model: decodeModel(build()), file });
+  const fused = fuseControlNet(source(buildControlNet, 'controlnet/model.onnx'), source(buildUnet, 'unet/model.onnx'), {
+    provenance: { 'qr-art.controlnet': 'controlnet/model.onnx', 'qr-art.unet': 'unet/model.onnx' },
+  });
+  return encodeModel(fused);
+}
+
 export const DEMO_GRAPHS: readonly { path: string; build: () => Uint8Array }[] = [
   { path: 'text_encoder/model.onnx', build: buildTextEncoder },
   { path: 'controlnet/model.onnx', build: buildControlNet },
   { path: 'unet/model.onnx', build: buildUnet },
+  { path: 'denoiser/model.onnx', build: buildDenoiser },
   { path: 'unet_inpaint/model.onnx', build: buildUnetInpaint },
   { path: 'vae_decoder/model.onnx', build: buildVaeDecoder },
   { path: 'vae_encoder/model.onnx', build: buildVaeEncoder },

@@ -206,6 +206,20 @@ export async function resizeImage(
   return rawImage(out.data, out.info.width, out.info.height, image.channels);
 }
 
+/** The `rect` of an image resized to exactly width × height (channels kept). */
+export async function cropResize(image: RawImage, rect: { x: number; y: number; width: number; height: number }, width: number, height: number): Promise<RawImage> {
+  const pipeline = rawInput(image).extract({ left: rect.x, top: rect.y, width: rect.width, height: rect.height }).resize(width, height, { fit: 'fill' });
+  const out = await sameChannels(pipeline, image.channels).raw({ depth: 'uchar' }).toBuffer({ resolveWithObject: true });
+  return rawImage(out.data, out.info.width, out.info.height, image.channels);
+}
+
+/** An image resized to width × height, then given a margin that repeats its edge pixels (channels kept). */
+export async function resizeExtend(image: RawImage, width: number, height: number, margin: { left: number; top: number; right: number; bottom: number }): Promise<RawImage> {
+  const pipeline = rawInput(image).resize(width, height, { fit: 'fill' }).extend({ ...margin, extendWith: 'copy' });
+  const out = await sameChannels(pipeline, image.channels).raw({ depth: 'uchar' }).toBuffer({ resolveWithObject: true });
+  return rawImage(out.data, out.info.width, out.info.height, image.channels);
+}
+
 /** PNG with the image's own channels (grey, RGB or RGBA). */
 export async function encodePng(image: RawImage): Promise<Buffer> {
   return sameChannels(rawInput(image), image.channels).png().toBuffer();

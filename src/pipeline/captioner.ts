@@ -13,7 +13,8 @@ import type ort from 'onnxruntime-node';
 import { resizeImage } from '../image/decode.ts';
 import type { RawImage } from '../image/raw.ts';
 import { decodeCaption, type CaptionerConfig } from './caption-config.ts';
-import { GraphSessionError, type GraphSession, type ModelSessions } from './sessions.ts';
+import { GraphSessionError, type GraphSession } from './graph-session.ts';
+import type { ModelSessions } from './sessions.ts';
 import { floatTensor, idsTensor, toFloat32 } from './tensors.ts';
 
 export interface CaptionOptions {

@@ -1,12 +1,14 @@
 /**
  * The pieces every Stable Diffusion run here is made of (txt2img, its refinement and face
- * passes, outpainting): a stage clock, the [negative ‖ prompt] text encoding, classifier-free
- * guidance, and the VAE in both directions. One version of each, so a change to how a graph is
+ * passes, outpainting): a stage clock, the [negative ‖ prompt] text encoding and the VAE in both
+ * directions (classifier-free guidance lives with the denoisers). One version of each, so a change to how a graph is
  * fed reaches every pipeline.
  */
 import type { RawImage } from '../image/raw.ts';
+import type { TextConditioning } from './denoisers.ts';
 import type { ModelSessions } from './sessions.ts';
 import { floatTensor, idsTensor, toFloat32, unpackRgbPlanar } from './tensors.ts';
+import { cropPlanes, NATIVE_SLACK, TileBlender, tileGrid, tileWeights } from './tiles.ts';
 
 /** Adds the wall time of each awaited stage to timings[stage] (stages may repeat). */
 export class StageClock<S extends string> {
@@ -21,15 +23,6 @@ export class StageClock<S extends string> {
   }
 }
 
-/** Text-encoder rows for CFG: [uncond ‖ cond] (or cond alone without guidance), with their shape. */
-export interface TextConditioning {
-  /** rows × tokens × width floats, row-major. */
-  readonly hidden: Float32Array;
-  readonly rows: number;
-  readonly tokens: number;
-  readonly width: number;
-}
-
 /** Tokenizes and encodes [negative, prompt] in one text-encoder call; drops the negative row when `cfg` is false. */
 export async function encodePrompts(model: ModelSessions, prompt: string, negativePrompt: string, cfg: boolean): Promise<TextConditioning> {
   const te = model.graphs.text_encoder;
@@ -41,32 +34,34 @@ export async function encodePrompts(model: ModelSessions, prompt: string, negati
   return { hidden: toFloat32(t), rows: texts.length, tokens, width };
 }
 
-/** The text rows for a model batch of n images: [uncond × n ‖ cond × n] with CFG, cond × n without. */
-export function textForBatch(text: TextConditioning, n: number): Float32Array {
-  const rowLen = text.tokens * text.width;
-  const out = new Float32Array(text.rows * n * rowLen);
-  for (let r = 0; r < text.rows * n; r++) {
-    const source = Math.floor(r / n);
-    out.set(text.hidden.subarray(source * rowLen, (source + 1) * rowLen), r * rowLen);
-  }
-  return out;
+/** Canvases larger than tile.size² latents go through the VAE in overlapping tiles (see tiles.ts). */
+export interface VaeTiling {
+  readonly size: number;
+  readonly overlap: number;
 }
 
-/** eps = u + g·(c − u) from a model output laid out [uncond ‖ cond], into `out` (one half long). */
-export function guide(pred: Float32Array, guidance: number, out: Float32Array = new Float32Array(pred.length / 2)): Float32Array {
-  const half = out.length;
-  for (let k = 0; k < half; k++) {
-    const u = pred[k]!;
-    out[k] = u + guidance * (pred[half + k]! - u);
-  }
-  return out;
-}
+const fitsOneCall = (h: number, w: number, tile: VaeTiling | undefined): boolean => !tile || (h <= tile.size && w <= tile.size) || h * w <= tile.size * tile.size * NATIVE_SLACK;
 
 /**
  * RGB planes [3,H,W] in [-1,1] → diffusion-space latents [4,H/8,W/8]: the mean when the encoder
- * returns mean ‖ logvar (diffusers' argmax mode).
+ * returns mean ‖ logvar (diffusers' argmax mode). Large canvases are encoded tile by tile and the
+ * tiles' latents blended over their overlaps.
  */
-export async function vaeEncode(model: ModelSessions, planes: Float32Array, width: number, height: number): Promise<Float32Array> {
+export async function vaeEncode(model: ModelSessions, planes: Float32Array, width: number, height: number, tile?: VaeTiling): Promise<Float32Array> {
+  const h = height / 8;
+  const w = width / 8;
+  if (fitsOneCall(h, w, tile)) return vaeEncodeOnce(model, planes, width, height);
+  const grid = tileGrid(w, h, Math.min(w, tile!.size), Math.min(h, tile!.size), tile!.overlap);
+  const blender = new TileBlender(4, w, h);
+  for (const rect of grid.tiles) {
+    const pixels = { x: rect.x * 8, y: rect.y * 8, width: rect.width * 8, height: rect.height * 8 };
+    const part = await vaeEncodeOnce(model, cropPlanes(planes, 3, width, height, pixels), pixels.width, pixels.height);
+    blender.add(part, rect, tileWeights(rect, grid));
+  }
+  return blender.finish();
+}
+
+async function vaeEncodeOnce(model: ModelSessions, planes: Float32Array, width: number, height: number): Promise<Float32Array> {
   const vae = model.graphs.vae_encoder;
   if (!vae) throw new Error(`model '${model.id}' has no vae_encoder graph`);
   const out = await vae.run({ sample: floatTensor(vae.floatType('sample'), planes, [1, 3, height, width]) }, ['latent_sample']);
@@ -81,8 +76,21 @@ export async function vaeEncode(model: ModelSessions, planes: Float32Array, widt
   return latents;
 }
 
-/** One image's latents [4,h,w] (diffusion space) → RGB of 8w × 8h. */
-export async function vaeDecode(model: ModelSessions, latents: Float32Array, h: number, w: number): Promise<RawImage> {
+/** One image's latents [4,h,w] (diffusion space) → RGB of 8w × 8h; large canvases tile by tile, blended in pixels. */
+export async function vaeDecode(model: ModelSessions, latents: Float32Array, h: number, w: number, tile?: VaeTiling): Promise<RawImage> {
+  if (fitsOneCall(h, w, tile)) return unpackRgbPlanar(await vaeDecodeOnce(model, latents, h, w), 0, 8 * w, 8 * h);
+  const grid = tileGrid(w, h, Math.min(w, tile!.size), Math.min(h, tile!.size), tile!.overlap);
+  const pixelGrid = { width: 8 * w, height: 8 * h, overlap: 8 * tile!.overlap };
+  const blender = new TileBlender(3, 8 * w, 8 * h);
+  for (const rect of grid.tiles) {
+    const pixels = { x: rect.x * 8, y: rect.y * 8, width: rect.width * 8, height: rect.height * 8 };
+    blender.add(await vaeDecodeOnce(model, cropPlanes(latents, 4, w, h, rect), rect.height, rect.width), pixels, tileWeights(pixels, pixelGrid));
+  }
+  return unpackRgbPlanar(blender.finish(), 0, 8 * w, 8 * h);
+}
+
+/** Latents [4,h,w] → RGB planes [3,8h,8w] in [-1,1]. */
+async function vaeDecodeOnce(model: ModelSessions, latents: Float32Array, h: number, w: number): Promise<Float32Array> {
   const vae = model.graphs.vae_decoder;
   const k = 1 / model.spec.latentScale;
   const scaled = new Float32Array(latents.length);
@@ -91,5 +99,5 @@ export async function vaeDecode(model: ModelSessions, latents: Float32Array, h: 
   const img = out.sample!;
   const [, c, H, W] = img.dims;
   if (c !== 3 || H !== 8 * h || W !== 8 * w) throw new Error(`${vae.path}: output is [${img.dims.join(', ')}], expected [1, 3, ${8 * h}, ${8 * w}]`);
-  return unpackRgbPlanar(toFloat32(img), 0, W, H);
+  return toFloat32(img);
 }

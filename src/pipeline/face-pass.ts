@@ -3,7 +3,7 @@
  *
  * There is no face detector among the manifest's graphs, so it refines the centred square of
  * side FACE.region × the short side, where a portrait's face sits: that crop is upscaled to at
- * least the model's native size, run through img2img at FACE.strength with a face-detail prompt
+ * least the model's native size (tiled beyond it, as refinement is), run through img2img at FACE.strength with a face-detail prompt
  * and the matching crop of the QR control (so the code survives), then scaled back and pasted
  * with a feathered edge. Pixels outside the square are untouched. A face detector graph in the
  * manifest is the upgrade path: it would only change where the squares are.
@@ -15,7 +15,7 @@ import { GaussianStream } from './random.ts';
 import { img2imgStartIndex } from './schedulers/index.ts';
 import type { DiffusionModel } from './sessions.ts';
 import { encodePrompts, StageClock } from './diffusion-parts.ts';
-import { controlPlanes, imageSeed, img2img, type StageTimer, type Txt2ImgRequest } from './txt2img.ts';
+import { imageSeed, img2img, type StageTimer, type Txt2ImgRequest } from './txt2img.ts';
 
 export const FACE = Object.freeze({
   region: 0.5,
@@ -67,9 +67,9 @@ export async function enhanceFaces(images: readonly RawImage[], request: Txt2Img
   const cx = request.control.width / request.width;
   const cy = request.control.height / request.height;
   const controlSquare = { x: Math.round(sq.x * cx), y: Math.round(sq.y * cy), side: Math.max(1, Math.round(sq.side * Math.min(cx, cy))) };
-  const control = await controlPlanes(crop(request.control, controlSquare), { width: work, height: work });
+  const control = await resizeImage(crop(request.control, controlSquare), work, work, 'fill');
 
-  const pass = { target, request, timer, text, tick: hooks.tick, stagePrefix: 'face_' } as const;
+  const pass = { target, request, timer, text, tick: hooks.tick, stagePrefix: 'face_', nativeSize: request.nativeSize ?? spec.nativeSize } as const;
   const start = img2imgStartIndex(request.steps, FACE.strength);
   const out: RawImage[] = [];
   for (const [b, image] of images.entries()) {
@@ -77,7 +77,7 @@ export async function enhanceFaces(images: readonly RawImage[], request: Txt2Img
     // A fresh stream per image, seeded like the image itself: the pass is reproducible on its own.
     const stream = new GaussianStream(imageSeed(request.seed, b));
     const refined = await img2img(pass, patch, control, start, (n) => stream.noise(n));
-    const enhanced = pasteFeathered(image, await resizeImage(refined, sq.side, sq.side, 'fill'), sq);
+    const enhanced = pasteFeathered(image, await resizeImage(refined.image, sq.side, sq.side, 'fill'), sq);
     out.push(enhanced);
     hooks.onImage?.(b, enhanced);
   }

@@ -20,6 +20,7 @@ export const SD15_LATENT_SCALE = 0.18215;
 
 export const GRAPH_ROLES = [
   'text_encoder',
+  'denoiser',
   'unet',
   'controlnet',
   'vae_decoder',
@@ -30,7 +31,7 @@ export const GRAPH_ROLES = [
   'captioner_decoder',
 ] as const;
 export type GraphRole = (typeof GRAPH_ROLES)[number];
-export const REQUIRED_ROLES: readonly GraphRole[] = ['text_encoder', 'unet', 'controlnet', 'vae_decoder'];
+export const REQUIRED_ROLES: readonly GraphRole[] = ['text_encoder', 'vae_decoder'];
 
 const comment = z.string().optional();
 const nameMap = z.record(z.string().min(1), z.string().min(1));
@@ -60,17 +61,24 @@ const SchedulerConfigSchema = z
   })
   .partial();
 
-const GraphsSchema = z.strictObject({
-  text_encoder: GraphSpecSchema,
-  unet: GraphSpecSchema,
-  controlnet: GraphSpecSchema,
-  vae_decoder: GraphSpecSchema,
+const GraphsSchema = z
+  .strictObject({
+    text_encoder: GraphSpecSchema,
+    /** UNet + ControlNet fused (qr-art models fuse): one call per step. Used instead of unet + controlnet when present. */
+    denoiser: GraphSpecSchema.optional(),
+    unet: GraphSpecSchema.optional(),
+    controlnet: GraphSpecSchema.optional(),
+    vae_decoder: GraphSpecSchema,
   vae_encoder: GraphSpecSchema.optional(),
   unet_inpaint: GraphSpecSchema.optional(),
   safety_checker: GraphSpecSchema.optional(),
-  captioner_encoder: GraphSpecSchema.optional(),
-  captioner_decoder: GraphSpecSchema.optional(),
-});
+    captioner_encoder: GraphSpecSchema.optional(),
+    captioner_decoder: GraphSpecSchema.optional(),
+  })
+  .refine((g) => g.denoiser !== undefined || (g.unet !== undefined && g.controlnet !== undefined), {
+    message: 'a model needs a denoiser graph (UNet + ControlNet fused) or both unet and controlnet',
+    path: ['denoiser'],
+  });
 
 const ModelSpecSchema = z.strictObject({
   comment,
@@ -226,6 +234,9 @@ export function parseManifest(json: unknown, file: string): Manifest {
     }
     if (settings.controlnet !== undefined && !Object.hasOwn(data.controlnets, settings.controlnet)) {
       problems.push(`${where}.controlnet: '${settings.controlnet}' is not one of the controlnets (${Object.keys(data.controlnets).join(', ') || 'none'})`);
+    }
+    if (settings.controlnet !== undefined && Object.hasOwn(data.models, settings.model) && !data.models[settings.model]!.graphs.unet) {
+      problems.push(`${where}.controlnet: '${settings.controlnet}' runs with model '${settings.model}''s unet graph, which the model does not list`);
     }
   }
   if (problems.length > 0) throw new ManifestError(`${shown}: invalid model manifest: ${problems.join('; ')}`);

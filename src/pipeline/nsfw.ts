@@ -9,7 +9,7 @@
  */
 import sharp from 'sharp';
 import { rawImage, type RawImage } from '../image/raw.ts';
-import type { GraphSession } from './sessions.ts';
+import type { GraphSession } from './graph-session.ts';
 import { floatTensor, packRgbInterleaved } from './tensors.ts';
 
 export const CLIP_SIZE = 224;

@@ -148,6 +148,22 @@ export function packRgbPlanar(image: RawImage, out: Float32Array, offset = 0, sc
   }
 }
 
+/** RawImage → planar RGB bytes [3,H,W] at `offset` in `out` (a grey image fills all three planes). */
+export function packRgbPlanarBytes(image: RawImage, out: Uint8Array, offset = 0): void {
+  const { width, height, channels, data } = image;
+  const plane = width * height;
+  if (out.length < offset + 3 * plane) throw new RangeError('packRgbPlanarBytes: output too small');
+  if (channels === 1) {
+    for (let c = 0; c < 3; c++) out.set(data.subarray(0, plane), offset + c * plane);
+    return;
+  }
+  for (let p = 0, s = 0; p < plane; p++, s += channels) {
+    out[offset + p] = data[s]!;
+    out[offset + plane + p] = data[s + 1]!;
+    out[offset + 2 * plane + p] = data[s + 2]!;
+  }
+}
+
 function byteTable(scale: number, bias: number): Float32Array {
   const table = new Float32Array(256);
   const k = scale / 255;

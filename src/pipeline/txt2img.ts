@@ -6,34 +6,34 @@
  *   1. Tokenize [negative, styled prompt]; one text-encoder call gives [uncond ‖ cond].
  *   2. Noise per image from its own GaussianStream(seed + i), so image i of a batch is the
  *      image a single run with seed + i gives (the streams also feed samplers that inject noise).
- *   3. Each step runs ControlNet and UNet once on a batch of 2·B ([uncond ‖ cond], diffusers'
- *      layout) and combines eps = u + g·(c − u); guidance ≤ 1 skips the unconditional half.
- *      The ControlNet runs only on steps inside [controlStart, controlEnd] of the schedule
- *      (diffusers' controlnet_keep rule); elsewhere the UNet gets zero residuals, which is
- *      exactly "no control" (residuals are added to the UNet's skip connections).
- *   4. VAE decode (latents / latentScale), one image at a time to bound memory.
- *
- * Size: the model generates at about its native area (nativeSize², the spec's SD row is exactly
- * that at every aspect ratio), aspect kept, sides multiples of sizeMultiple. An output that is
- * no larger is generated at its own size (rounded) and resized to the exact size. A larger one
- * (HD, FullHD, UltraHD) is upscaled with Lanczos and refined: VAE-encode, img2img at low
- * strength (manifest refine.strength, 0.3) with the control image at that size, decode. The
- * refinement runs at the output size up to refine.maxPixels and is Lanczos-resized from there:
- * a real SD1.5 UNet cannot attend over an UltraHD latent (480×270 = 130k tokens), and the
- * detail a 0.3-strength pass adds at ~2.4 MP is what the last upscale keeps. Images are refined
- * one at a time (batch 2 for CFG) so peak memory does not grow with batchSize. Without a
- * vae_encoder (or strength 0) the output is the Lanczos upscale alone.
+ *   3. Denoise at the generation frame: the output's own size when it fits the model's native
+ *      area, else the largest size of exactly its aspect that does (framing.ts). Each step is one
+ *      call of the model's denoiser (denoisers.ts: one fused graph, or ControlNet + UNet), with
+ *      the control window of diffusers' controlnet_keep rule and classifier-free guidance.
+ *   4. Per image: VAE decode; for outputs larger than the generation (HD, FullHD, UltraHD) a
+ *      refinement: Lanczos up to the refinement frame (the output's size up to refine.maxPixels,
+ *      exact aspect), img2img at low strength (refine.strength, 0.3) with the control image at
+ *      that size, in native-size tiles (tiles.ts) so no call attends over more tokens than a
+ *      native generation; then the frame's content is resized to the exact output size (a
+ *      uniform scale: nothing is stretched). Images are refined one at a time so peak memory
+ *      does not grow with batchSize. Without a vae_encoder (or strength 0) the output is the
+ *      Lanczos upscale alone.
  */
-import type ort from 'onnxruntime-node';
-import { resizeImage } from '../image/decode.ts';
+import { cropImage } from '../image/canvas.ts';
 import type { RawImage } from '../image/raw.ts';
 import type { PresetName } from '../workflows/presets.ts';
+import type { DenoiserStage, StepModel } from './denoisers.ts';
+import { encodePrompts, StageClock, vaeDecode, vaeEncode } from './diffusion-parts.ts';
+import { frameFor, fromFrame, intoFrame, reframe, type Frame, type Size } from './framing.ts';
 import { applyPreset } from './prompts.ts';
 import { GaussianStream, MAX_SEED } from './random.ts';
 import { createScheduler, img2imgStartIndex, type NoiseSource, type Scheduler, type SchedulerConfig, type SchedulerName } from './schedulers/index.ts';
-import { CONTROL_RESIDUALS, type DiffusionModel } from './sessions.ts';
-import { encodePrompts, guide, StageClock, textForBatch, vaeDecode, vaeEncode, type TextConditioning } from './diffusion-parts.ts';
-import { floatTensor, packRgbPlanar, product, toFloat32 } from './tensors.ts';
+import type { DiffusionModel } from './sessions.ts';
+import type { TextConditioning } from './denoisers.ts';
+import { cropPlanes, NATIVE_SLACK, TileBlender, tileGrid, tileWeights } from './tiles.ts';
+import { packRgbPlanar } from './tensors.ts';
+
+export type { Size } from './framing.ts';
 
 export interface Txt2ImgRequest {
   readonly prompt: string;
@@ -61,26 +61,11 @@ export interface Txt2ImgRequest {
   readonly refine?: { readonly strength?: number; readonly maxPixels?: number } | false;
 }
 
-export type Txt2ImgStage =
-  | 'text_encoder'
-  | 'control_planes'
-  | 'controlnet'
-  | 'unet'
-  | 'scheduler'
-  | 'vae_decode'
-  | 'upscale'
-  | `${PassPrefix}${PassStage}`
-  | 'resize'
-  | 'total';
-
 /** The img2img passes that run after generation: refinement (upscaling) and the face pass. */
 export type PassPrefix = 'refine_' | 'face_';
-type PassStage = 'vae_encode' | 'controlnet' | 'unet' | 'scheduler' | 'vae_decode';
+type PassStage = 'vae_encode' | DenoiserStage | 'scheduler' | 'vae_decode';
 
-export interface Size {
-  readonly width: number;
-  readonly height: number;
-}
+export type Txt2ImgStage = 'text_encoder' | 'control_planes' | DenoiserStage | 'scheduler' | 'vae_decode' | 'upscale' | `${PassPrefix}${PassStage}` | 'resize' | 'total';
 
 export interface Txt2ImgResult {
   /** RGB, exactly width × height, in seed order. */
@@ -89,8 +74,8 @@ export interface Txt2ImgResult {
   readonly timings: Partial<Record<Txt2ImgStage, number>>;
   /** Size the model generated at. */
   readonly generated: Size;
-  /** Size and step count of the refinement pass, when one ran. */
-  readonly refined?: Size & { readonly steps: number };
+  /** Size, tiles and step count of the refinement pass, when one ran. */
+  readonly refined?: Size & { readonly steps: number; readonly tiles: number };
 }
 
 export type ProgressCallback = (step: number, total: number) => void;
@@ -109,22 +94,16 @@ export interface GenerateHooks {
 // ---------------------------------------------------------------------------------------------
 // Sizes
 
-const roundTo = (v: number, m: number): number => Math.max(m, Math.round(v / m) * m);
-
-/** The size to generate at: the output's own (rounded) when it fits the native area, else the native area at its aspect. */
-export function generationSize(output: Size, nativeSize: number, multiple = 8): Size {
-  const area = output.width * output.height;
-  const budget = nativeSize * nativeSize;
-  // 5% slack so sizes a hair over the native area (rounding) are not shrunk and upscaled again.
-  const scale = area <= budget * 1.05 ? 1 : Math.sqrt(budget / area);
-  return { width: roundTo(output.width * scale, multiple), height: roundTo(output.height * scale, multiple) };
+/** The generation frame: the output's own size when it fits the native area, else the native area at exactly its aspect. */
+export function generationFrame(output: Size, nativeSize: number, multiple = 8): Frame {
+  const native = nativeSize * nativeSize;
+  // The slack lets an output a hair over the native area keep its own size; larger ones shrink to the native area itself.
+  return frameFor(output, output.width * output.height <= native * NATIVE_SLACK ? native * NATIVE_SLACK : native, multiple);
 }
 
-/** The refinement size: the output's own up to maxPixels, else maxPixels at its aspect. */
-export function refineSize(output: Size, maxPixels: number, multiple = 8): Size {
-  const area = output.width * output.height;
-  const scale = area <= maxPixels ? 1 : Math.sqrt(maxPixels / area);
-  return { width: roundTo(output.width * scale, multiple), height: roundTo(output.height * scale, multiple) };
+/** The refinement frame: the output's own size up to maxPixels, else maxPixels at exactly its aspect. */
+export function refineFrame(output: Size, maxPixels: number, multiple = 8): Frame {
+  return frameFor(output, maxPixels, multiple);
 }
 
 /** diffusers' controlnet_keep: is step i of n inside [start, end] of the schedule? */
@@ -170,17 +149,18 @@ export async function generate(request: Txt2ImgRequest, target: DiffusionModel, 
   const started = performance.now();
   const B = request.batchSize;
   const output: Size = { width: request.width, height: request.height };
-  const gen = generationSize(output, request.nativeSize ?? spec.nativeSize, spec.sizeMultiple);
+  const nativeSize = request.nativeSize ?? spec.nativeSize;
+  const gen = generationFrame(output, nativeSize, spec.sizeMultiple);
   const cfg = request.guidance > 1;
 
   // Refinement plan (decided up front so progress totals are known).
   const refineOpts = request.refine === false ? { ...spec.refine, strength: 0 } : { ...spec.refine, ...request.refine };
   const upscaling = output.width * output.height > gen.width * gen.height;
-  let refine: (Size & { steps: number; start: number }) | undefined;
+  let refine: { frame: Frame; steps: number; start: number } | undefined;
   if (upscaling && refineOpts.strength > 0 && model.graphs.vae_encoder) {
-    const size = refineSize(output, refineOpts.maxPixels, spec.sizeMultiple);
+    const frame = refineFrame(output, refineOpts.maxPixels, spec.sizeMultiple);
     const start = img2imgStartIndex(request.steps, refineOpts.strength);
-    if (size.width * size.height > gen.width * gen.height && start < request.steps) refine = { ...size, steps: request.steps - start, start };
+    if (frame.width * frame.height > gen.width * gen.height && start < request.steps) refine = { frame, steps: request.steps - start, start };
   }
   const totalSteps = request.steps + (refine ? refine.steps * B : 0);
   let done = 0;
@@ -201,8 +181,8 @@ export async function generate(request: Txt2ImgRequest, target: DiffusionModel, 
   const w = gen.width / 8;
   const per = 4 * h * w;
 
-  // 3. Denoise at the generation size.
-  const control = await timer.time('control_planes', () => controlPlanes(request.control, gen));
+  // 3. Denoise at the generation frame.
+  const control = await timer.time('control_planes', () => intoFrame(request.control, gen));
   const scheduler = createScheduler(request.scheduler, request.steps, { ...spec.scheduler.config, ...request.schedulerConfig });
   const latents = new Float32Array(B * per);
   streams.forEach((s, i) => {
@@ -215,33 +195,41 @@ export async function generate(request: Txt2ImgRequest, target: DiffusionModel, 
     streams.forEach((s, i) => out.set(s.noise(each), i * each));
     return out;
   };
-  const denoised = await denoise(
-    { target, request, timer, h, w, batch: B, text, control, scheduler, noise: batchNoise, tick, stagePrefix: '' },
-    latents,
-    0,
-  );
+  const pass: PassContext = { target, request, timer, text, tick, stagePrefix: '', nativeSize };
+  const denoised = await denoise({ ...pass, h, w, batch: B, control, scheduler, noise: batchNoise }, latents, 0);
 
-  // 4. Per image: decode, refine when upscaling, resize to the exact output size. Each image's
+  // 4. Per image: decode, refine when upscaling, back to the exact output size. Each image's
   // refinement draws from its own stream, so the order of this loop does not change any pixel.
-  const refineControl = refine ? await timer.time('control_planes', () => controlPlanes(request.control, refine)) : undefined;
+  const refineControl = refine ? await timer.time('control_planes', () => intoFrame(request.control, refine.frame)) : undefined;
   const images: RawImage[] = [];
+  let refineTiles = 0;
   for (let i = 0; i < B; i++) {
     let image = await timer.time('vae_decode', () => vaeDecode(model, denoised.subarray(i * per, (i + 1) * per), h, w));
+    let frame = gen;
     if (refine) {
-      const up = await timer.time('upscale', () => resizeImage(image, refine.width, refine.height, 'fill'));
+      const generated = image;
+      const up = await timer.time('upscale', () => reframe(generated, gen, refine.frame));
       const stream = streams[i]!;
-      const pass = { target, request, timer, text, tick, stagePrefix: 'refine_' } as const;
-      image = await img2img(pass, up, refineControl!, refine.start, (n) => stream.noise(n));
+      const refined = await img2img({ ...pass, stagePrefix: 'refine_' }, up, refineControl!, refine.start, (n) => stream.noise(n));
+      image = refined.image;
+      refineTiles = refined.tiles;
+      frame = refine.frame;
     }
     if (image.width !== output.width || image.height !== output.height) {
-      const generated = image;
-      image = await timer.time('resize', () => resizeImage(generated, output.width, output.height, 'fill'));
+      const framed = image;
+      const from = frame;
+      image = await timer.time('resize', () => fromFrame(framed, from, output));
     }
     images.push(image);
     onImage?.(i, image);
   }
   timer.timings.total = performance.now() - started;
-  return { images, timings: timer.timings, generated: gen, ...(refine ? { refined: { width: refine.width, height: refine.height, steps: refine.steps } } : {}) };
+  return {
+    images,
+    timings: timer.timings,
+    generated: { width: gen.width, height: gen.height },
+    ...(refine ? { refined: { width: refine.frame.width, height: refine.frame.height, steps: refine.steps, tiles: refineTiles } } : {}),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -255,129 +243,91 @@ export interface PassContext {
   readonly timer: StageTimer;
   readonly text: TextConditioning;
   readonly tick: () => void;
-  readonly stagePrefix: PassPrefix;
+  readonly stagePrefix: '' | PassPrefix;
+  /** Largest side of one denoiser call: larger canvases are cut into tiles of this size. */
+  readonly nativeSize: number;
 }
 
 /**
  * img2img of one image at its own size (sides multiples of 8): VAE-encode, noise to step
- * `start` of a fresh schedule, denoise from there with the control planes (RGB in [0,1] at the
- * image's size), decode. `noise` feeds both the initial noise and any noise the sampler injects.
+ * `start` of a fresh schedule, denoise from there with `control` (the same size as the image),
+ * decode. Canvases larger than the native area are encoded, denoised and decoded in overlapping
+ * native-size tiles. `noise` feeds both the initial noise and any noise the sampler injects.
  */
-export async function img2img(pass: PassContext, image: RawImage, control: Float32Array, start: number, noise: NoiseSource): Promise<RawImage> {
-  const { target, request, timer, stagePrefix } = pass;
+export async function img2img(pass: PassContext & { readonly stagePrefix: PassPrefix }, image: RawImage, control: RawImage, start: number, noise: NoiseSource): Promise<{ image: RawImage; tiles: number }> {
+  const { target, request, timer, stagePrefix: prefix } = pass;
   const h = image.height / 8;
   const w = image.width / 8;
   const planes = new Float32Array(3 * image.width * image.height);
   packRgbPlanar(image, planes, 0, 2, -1);
-  const clean = await timer.time(`${stagePrefix}vae_encode`, () => vaeEncode(target.model, planes, image.width, image.height));
+  const tile = latentTile(pass.nativeSize, target.model.spec.sizeMultiple);
+  const clean = await timer.time(`${prefix}vae_encode`, () => vaeEncode(target.model, planes, image.width, image.height, tile));
   const scheduler = createScheduler(request.scheduler, request.steps, { ...target.model.spec.scheduler.config, ...request.schedulerConfig });
   const noisy = scheduler.addNoise(clean, noise(clean.length), start);
+  const tiles = tileGrid(w, h, Math.min(w, tile.size), Math.min(h, tile.size), tile.overlap).tiles.length;
   const out = await denoise({ ...pass, h, w, batch: 1, control, scheduler, noise }, noisy, start);
-  return timer.time(`${stagePrefix}vae_decode`, () => vaeDecode(target.model, out, h, w));
+  return { image: await timer.time(`${prefix}vae_decode`, () => vaeDecode(target.model, out, h, w, tile)), tiles };
 }
 
-interface LoopContext {
-  readonly target: DiffusionModel;
-  readonly request: Txt2ImgRequest;
-  readonly timer: StageTimer;
+/** Native-size latent tiles with a quarter of a tile of overlap. */
+export function latentTile(nativeSize: number, multiple = 8): { size: number; overlap: number } {
+  const size = Math.max(1, Math.floor(nativeSize / multiple) * (multiple / 8));
+  return { size, overlap: Math.max(1, Math.round(size / 4)) };
+}
+
+interface LoopContext extends PassContext {
   readonly h: number;
   readonly w: number;
   readonly batch: number;
-  readonly text: TextConditioning;
-  /** Control image as RGB planes in [0,1] at 8h × 8w. */
-  readonly control: Float32Array;
+  /** The control image at 8w × 8h. */
+  readonly control: RawImage;
   readonly scheduler: Scheduler;
   readonly noise: NoiseSource;
-  readonly tick: () => void;
-  readonly stagePrefix: '' | PassPrefix;
 }
 
-/** The sampling loop from step `start` (0 for txt2img; img2img starts later). */
+/** One denoiser per tile of the latent canvas (one tile when it fits the native area). */
+function startRegions(ctx: LoopContext): { rect: { x: number; y: number; width: number; height: number }; model: StepModel; weights?: Float32Array }[] {
+  const { h, w, batch, request, text, timer, stagePrefix } = ctx;
+  const time = <T>(stage: DenoiserStage, fn: () => Promise<T>): Promise<T> => timer.time(`${stagePrefix}${stage}` as Txt2ImgStage, fn);
+  const setup = { text, batch, controlScale: request.controlScale, guidance: request.guidance, time };
+  const native = ctx.nativeSize / 8;
+  if (h * w <= native * native * NATIVE_SLACK) return [{ rect: { x: 0, y: 0, width: w, height: h }, model: ctx.target.denoiser.start({ ...setup, h, w, control: ctx.control }) }];
+  const tile = latentTile(ctx.nativeSize, ctx.target.model.spec.sizeMultiple);
+  const grid = tileGrid(w, h, Math.min(w, tile.size), Math.min(h, tile.size), tile.overlap);
+  return grid.tiles.map((rect) => ({
+    rect,
+    weights: tileWeights(rect, grid),
+    model: ctx.target.denoiser.start({ ...setup, h: rect.height, w: rect.width, control: cropImage(ctx.control, { x: rect.x * 8, y: rect.y * 8, width: rect.width * 8, height: rect.height * 8 }) }),
+  }));
+}
+
+/**
+ * The sampling loop from step `start` (0 for txt2img; img2img starts later). With several tiles,
+ * each step's noise prediction is the weighted mean of the tiles' (MultiDiffusion), and the
+ * sampler steps on the whole canvas.
+ */
 async function denoise(ctx: LoopContext, initial: Float32Array, start: number): Promise<Float32Array> {
-  const { target, request, timer, h, w, batch, text, scheduler } = ctx;
-  const { unet } = target.model.graphs;
-  const cn = target.controlnet;
-  const cfg = text.rows === 2;
-  const rows = text.rows * batch;
-  const per = 4 * h * w;
-  const hidden = textForBatch(text, batch);
-  const hiddenDims = [rows, text.tokens, text.width];
-  const unetHidden = floatTensor(unet.floatType('encoder_hidden_states'), hidden, hiddenDims);
-  const cnHidden = floatTensor(cn.floatType('encoder_hidden_states'), hidden, hiddenDims);
-  const plane = ctx.control.length;
-  const condData = new Float32Array(rows * plane);
-  for (let r = 0; r < rows; r++) condData.set(ctx.control, r * plane);
-  const cond = floatTensor(cn.floatType('controlnet_cond'), condData, [rows, 3, 8 * h, 8 * w]);
-  const scale = cn.scaleTensor(request.controlScale);
-  let zeros: Record<string, ort.Tensor> | undefined;
-  const zeroResiduals = (): Record<string, ort.Tensor> =>
-    (zeros ??= Object.fromEntries(
-      CONTROL_RESIDUALS.map((r) => {
-        const dims = [rows, r.channels, Math.ceil(h / r.factor), Math.ceil(w / r.factor)];
-        return [r.role, floatTensor(unet.floatType(r.role), new Float32Array(product(dims)), dims)];
-      }),
-    ));
+  const { request, timer, h, w, batch, scheduler } = ctx;
   const n = scheduler.timesteps.length;
   const loopLength = n - start;
-  const stage = (s: 'controlnet' | 'unet' | 'scheduler'): Txt2ImgStage => `${ctx.stagePrefix}${s}`;
-
-  // One model-input and one guidance buffer for the whole loop: a fresh pair per step is
-  // garbage the collector has to chase between ONNX runs.
-  const modelIn = new Float32Array(rows * per);
-  const guided = cfg ? new Float32Array(batch * per) : undefined;
-  const sampleDims = [rows, 4, h, w];
+  const regions = startRegions(ctx);
+  const blender = regions.length > 1 ? new TileBlender(4 * batch, w, h) : undefined;
+  const eps = blender ? new Float32Array(batch * 4 * h * w) : undefined;
   let latents = initial;
   for (let i = start; i < n; i++) {
     const t = scheduler.timesteps[i]!;
     const input = scheduler.scaleModelInput(latents, i);
-    modelIn.set(input, 0);
-    if (cfg) modelIn.set(input, batch * per);
     // img2img applies the window to the steps it runs, as diffusers' img2img pipeline does.
     const active = request.controlScale > 0 && controlActive(i - start, loopLength, request.controlStart, request.controlEnd);
-    let residuals: Record<string, ort.Tensor>;
-    if (active) {
-      const out = await timer.time(stage('controlnet'), () =>
-        cn.run({
-          sample: floatTensor(cn.floatType('sample'), modelIn, sampleDims),
-          timestep: cn.timestepTensor(t, rows),
-          encoder_hidden_states: cnHidden,
-          controlnet_cond: cond,
-          conditioning_scale: scale,
-        }),
-      );
-      residuals = {};
-      for (const r of CONTROL_RESIDUALS) {
-        const res = out[r.role]!;
-        residuals[r.role] = res.type === unet.input(r.role).type ? res : floatTensor(unet.floatType(r.role), toFloat32(res), [...res.dims]);
-      }
+    let pred: Float32Array;
+    if (!blender) {
+      pred = await regions[0]!.model.predict(input, t, active);
     } else {
-      residuals = zeroResiduals();
+      for (const r of regions) blender.add(await r.model.predict(cropPlanes(input, 4 * batch, w, h, r.rect), t, active), r.rect, r.weights!);
+      pred = blender.finish(eps);
     }
-    const pred = await timer.time(stage('unet'), async () => {
-      const out = await unet.run(
-        {
-          sample: floatTensor(unet.floatType('sample'), modelIn, sampleDims),
-          timestep: unet.timestepTensor(t, rows),
-          encoder_hidden_states: unetHidden,
-          ...residuals,
-        },
-        ['out_sample'],
-      );
-      return toFloat32(out.out_sample!);
-    });
-    latents = await timer.time(stage('scheduler'), () => {
-      const eps = guided ? guide(pred, request.guidance, guided) : pred.subarray(0, batch * per);
-      return scheduler.step(eps, i, latents, ctx.noise);
-    });
+    latents = await timer.time(`${ctx.stagePrefix}scheduler` as Txt2ImgStage, () => scheduler.step(pred, i, latents, ctx.noise));
     ctx.tick();
   }
   return latents;
-}
-
-/** Control image → RGB planes in [0,1] at `size` (Lanczos when it is not already that size). */
-export async function controlPlanes(image: RawImage, size: Size): Promise<Float32Array> {
-  const src = image.width === size.width && image.height === size.height ? image : await resizeImage(image, size.width, size.height, 'fill');
-  const out = new Float32Array(3 * size.width * size.height);
-  packRgbPlanar(src, out);
-  return out;
 }

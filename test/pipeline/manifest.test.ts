@@ -11,14 +11,19 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GraphBuilder } from '../../scripts/demo-models/graph.ts';
 import { loadManifest, parseManifest, resolveOutpainting, resolveWorkflow, type Manifest } from '../../src/pipeline/manifest.ts';
-import { CONTROL_RESIDUALS, createSessions, GraphSession, type SessionOptions } from '../../src/pipeline/sessions.ts';
+import { GraphSession } from '../../src/pipeline/graph-session.ts';
+import { CONTROL_RESIDUALS } from '../../src/pipeline/roles.ts';
+import { createSessions, ProviderUnavailableError, type SessionOptions } from '../../src/pipeline/sessions.ts';
+import { parseExecutionProvider } from '../../src/pipeline/providers.ts';
+import { warmUp } from '../../src/pipeline/warm-up.ts';
+import { useSeparatePair, writeManifestVariant, type ManifestJson } from '../../scripts/demo-models/manifest-variants.ts';
 import { V5_MODELS } from '../../src/workflows/catalogue.ts';
 import { QR_WORKFLOWS } from '../../src/workflows/names.ts';
 
 const MODELS_DIR = fileURLToPath(new URL('../../models', import.meta.url));
 const MANIFEST = join(MODELS_DIR, 'manifest.json');
 const quiet = pino({ level: 'silent' });
-const cpu: SessionOptions = { executionProvider: { provider: 'cpu' }, logger: quiet, intraOpThreads: 1, warmUp: false };
+const cpu: SessionOptions = { executionProvider: { provider: 'cpu' }, logger: quiet, intraOpThreads: 1 };
 
 let dir: string;
 let shipped: Record<string, unknown>;
@@ -33,16 +38,13 @@ afterAll(async () => {
 });
 
 /** The shipped manifest with absolute graph paths, edited by `edit`, written to the temp folder. */
-async function variant(name: string, edit: (m: any) => void): Promise<string> {
-  const m = structuredClone(shipped) as any;
-  const model = m.models['demo-sd15'];
-  for (const g of Object.values(model.graphs) as { path: string }[]) g.path = resolve(MODELS_DIR, g.path);
-  model.tokenizer = resolve(MODELS_DIR, model.tokenizer);
-  edit(m);
-  const file = join(dir, `${name}.json`);
-  await writeFile(file, JSON.stringify(m));
-  return file;
-}
+const variant = (name: string, edit: (m: ManifestJson) => void): Promise<string> => writeManifestVariant(dir, name, edit);
+/** The demo model as its separate ControlNet + UNet pair, then changed by `edit`. */
+const pairVariant = (name: string, edit: (m: ManifestJson) => void = () => undefined): Promise<string> =>
+  variant(name, (m) => {
+    useSeparatePair(m);
+    edit(m);
+  });
 
 describe('the shipped demo manifest', () => {
   let manifest: Manifest;
@@ -88,27 +90,29 @@ describe('the shipped demo manifest', () => {
 
   it('resolves graph paths against its own folder and applies defaults', () => {
     const model = manifest.models['demo-sd15']!;
-    expect(resolve(manifest.dir, model.graphs.unet.path)).toBe(join(MODELS_DIR, 'demo/unet/model.onnx'));
+    expect(resolve(manifest.dir, model.graphs.denoiser!.path)).toBe(join(MODELS_DIR, 'demo/denoiser/model.onnx'));
     expect(model.latentScale).toBe(0.18215);
     expect(model.nativeSize).toBe(768);
   });
 
-  it('loads every graph, validates it against its role and warms up', async () => {
-    const sessions = await createSessions(manifest, { ...cpu, warmUp: true });
+  it('loads every graph, validates it against its role and warms up at the native size', async () => {
+    const sessions = await createSessions(manifest, cpu);
     try {
       const m = sessions.models.get('demo-sd15')!;
       expect(Object.keys(m.graphs).sort()).toEqual(
-        ['captioner_decoder', 'captioner_encoder', 'controlnet', 'safety_checker', 'text_encoder', 'unet', 'unet_inpaint', 'vae_decoder', 'vae_encoder'].sort(),
+        ['captioner_decoder', 'captioner_encoder', 'denoiser', 'safety_checker', 'text_encoder', 'unet_inpaint', 'vae_decoder', 'vae_encoder'].sort(),
       );
       expect(sessions.provider).toEqual({ provider: 'cpu' });
-      // Read from the graph, not assumed: float32 [batch] timestep, float64 scalar scale.
-      const ts = m.graphs.unet.timestepTensor(981.5, 4);
-      expect([ts.type, ts.dims]).toEqual(['float32', [4]]);
-      expect(Array.from(ts.data as Float32Array)).toEqual([981.5, 981.5, 981.5, 981.5]);
-      const scale = m.graphs.controlnet.scaleTensor(1.3);
-      expect([scale.type, scale.dims, Number((scale.data as Float64Array)[0])]).toEqual(['float64', [], 1.3]);
+      // The fused graph folds guidance in: B latents in, uint8 control image, [1] timestep.
+      const denoiser = m.graphs.denoiser!;
+      expect(m.denoiser.kind).toBe('fused');
+      expect(denoiser.hasInput('guidance_scale')).toBe(true);
+      expect(denoiser.input('controlnet_cond')).toMatchObject({ type: 'uint8', shape: [1, 3, 'image_height', 'image_width'] });
+      const ts = denoiser.timestepTensor(981.5, 4);
+      expect([ts.type, ts.dims]).toEqual(['float32', [1]]);
       const target = sessions.forWorkflow('generate_qr_art_v5', 'dream');
-      expect(target.controlnet).toBe(m.graphs.controlnet);
+      expect(target.denoiser).toBe(m.denoiser);
+      await warmUp(sessions, 'native', quiet);
       // The captioner's tokenizer and generation config are read from beside its decoder.
       expect(m.captioner?.startId).toBe(1);
       expect(sessions.forOutpainting().model).toBe(m);
@@ -134,7 +138,7 @@ describe('manifest errors name the file and the problem', () => {
     await expect(loadManifest(missing)).rejects.toThrow(/missing-workflow\.json: invalid model manifest: workflows\.generate_qr_art_v4: /);
     const noV5 = await variant('missing-v5-model', (m) => delete m.workflows.generate_qr_art_v5.real);
     await expect(loadManifest(noV5)).rejects.toThrow(/workflows\.generate_qr_art_v5\.real/);
-    const typo = await variant('typo', (m) => (m.models['demo-sd15'].graphs.unett = m.models['demo-sd15'].graphs.unet));
+    const typo = await variant('typo', (m) => (m.models['demo-sd15'].graphs.unett = m.models['demo-sd15'].graphs.denoiser));
     await expect(loadManifest(typo)).rejects.toThrow(/typo\.json: .*models\.demo-sd15\.graphs.*unett/);
     const window = await variant('window', (m) => (m.workflows.generate_qr_art.controlStart = 1));
     await expect(loadManifest(window)).rejects.toThrow(/workflows\.generate_qr_art\.controlStart: controlStart must be below controlEnd/);
@@ -158,19 +162,19 @@ describe('manifest errors name the file and the problem', () => {
   });
 
   it('a graph file that does not exist', async () => {
-    const file = await variant('missing-graph', (m) => (m.models['demo-sd15'].graphs.unet.path = join(dir, 'weights/unet/model.onnx')));
-    await expect(createSessions(await loadManifest(file), cpu)).rejects.toThrow(/weights\/unet\/model\.onnx: file not found \(named in .*missing-graph\.json\)/);
+    const file = await variant('missing-graph', (m) => (m.models['demo-sd15'].graphs.denoiser.path = join(dir, 'weights/denoiser/model.onnx')));
+    await expect(createSessions(await loadManifest(file), cpu)).rejects.toThrow(/weights\/denoiser\/model\.onnx: file not found \(named in .*missing-graph\.json\)/);
   });
 
   it('a graph with the wrong channel count for its role', async () => {
-    const file = await variant('nine', (m) => (m.models['demo-sd15'].graphs.unet.path = resolve(MODELS_DIR, 'demo/unet_inpaint/model.onnx')));
+    const file = await pairVariant('nine', (m) => (m.models['demo-sd15'].graphs.unet.path = resolve(MODELS_DIR, 'demo/unet_inpaint/model.onnx')));
     await expect(createSessions(await loadManifest(file), cpu)).rejects.toThrow(
       /models\/demo\/unet_inpaint\/model\.onnx: input 'sample' has 9 channels, the unet role needs 4/,
     );
   });
 
   it('a graph missing an input of its role, and name maps that point at the wrong value', async () => {
-    const swapped = await variant('swapped', (m) => (m.models['demo-sd15'].graphs.controlnet.path = resolve(MODELS_DIR, 'demo/vae_decoder/model.onnx')));
+    const swapped = await pairVariant('swapped', (m) => (m.models['demo-sd15'].graphs.controlnet.path = resolve(MODELS_DIR, 'demo/vae_decoder/model.onnx')));
     await expect(createSessions(await loadManifest(swapped), cpu)).rejects.toThrow(
       /demo\/vae_decoder\/model\.onnx: the controlnet role needs an input 'sample' but the graph's inputs are 'latent_sample'/,
     );
@@ -178,12 +182,12 @@ describe('manifest errors name the file and the problem', () => {
     await expect(createSessions(await loadManifest(mapped), cpu)).rejects.toThrow(
       /demo\/text_encoder\/model\.onnx: output 'pooler_output' has rank 2 \[batch, 768\], the text_encoder role needs rank 3/,
     );
-    const unknownRole = await variant('role', (m) => (m.models['demo-sd15'].graphs.unet.inputs = { latents: 'sample' }));
-    await expect(createSessions(await loadManifest(unknownRole), cpu)).rejects.toThrow(/names 'latents', which is not an input role of unet/);
+    const unknownRole = await variant('role', (m) => (m.models['demo-sd15'].graphs.denoiser.inputs = { latents: 'sample' }));
+    await expect(createSessions(await loadManifest(unknownRole), cpu)).rejects.toThrow(/names 'latents', which is not an input role of denoiser/);
   });
 
   it('outpainting without its graphs loaded, and a captioner without its tokenizer.json', async () => {
-    const sessions = await createSessions(await loadManifest(MANIFEST), { ...cpu, roles: ['text_encoder', 'unet', 'controlnet', 'vae_decoder', 'vae_encoder'] });
+    const sessions = await createSessions(await loadManifest(MANIFEST), { ...cpu, roles: ['vae_encoder'] });
     try {
       expect(() => sessions.forOutpainting()).toThrow(/model 'demo-sd15' \(for outpainting\) has no unet_inpaint graph loaded/);
     } finally {
@@ -208,16 +212,24 @@ describe('manifest errors name the file and the problem', () => {
 });
 
 describe('execution providers', () => {
-  it('falls back to CPU with one logged warning when CUDA cannot start', async () => {
+  // This machine has no CUDA provider library (it is installed only in Dockerfile.cuda), so CUDA genuinely fails here.
+  it('CUDA that cannot create a session stops the start, naming the graph and the cause', async () => {
+    const manifest = await loadManifest(MANIFEST);
+    const err = await createSessions(manifest, { ...cpu, executionProvider: { provider: 'cuda', deviceId: 0 }, roles: [] }).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(ProviderUnavailableError);
+    expect(String(err)).toMatch(/models\/demo\/text_encoder\/model\.onnx \(text_encoder\): cannot create an ONNX Runtime session on cuda: .*Failed to load shared library/);
+  });
+
+  it('falls back to CPU, for every graph and with one logged warning, only when asked to (cuda,cpu)', async () => {
     const lines: string[] = [];
     const logger = pino({ level: 'warn' }, { write: (s: string) => lines.push(s) });
     const manifest = await loadManifest(MANIFEST);
-    const sessions = await createSessions(manifest, { ...cpu, logger, executionProvider: { provider: 'cuda', deviceId: 0 }, roles: ['text_encoder', 'unet', 'controlnet', 'vae_decoder'] });
+    const sessions = await createSessions(manifest, { ...cpu, logger, executionProvider: parseExecutionProvider('cuda,cpu', 0), roles: [] });
     try {
       expect(sessions.provider).toEqual({ provider: 'cpu' });
       const warnings = lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level === 40);
       expect(warnings).toHaveLength(1);
-      expect(warnings[0]!.msg).toMatch(/CUDA execution provider unavailable; falling back to CPU/);
+      expect(warnings[0]!.msg).toMatch(/cuda is unavailable; every graph runs on the CPU \(EXECUTION_PROVIDER=cuda,cpu allows this fallback\)/);
     } finally {
       await sessions.release();
     }

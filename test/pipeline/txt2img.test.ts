@@ -9,9 +9,16 @@ import { COLOUR_TOKEN_IDS, NSFW_TRIGGER_ID } from '../../scripts/demo-models/sd1
 import type { RawImage } from '../../src/image/raw.ts';
 import { loadManifest } from '../../src/pipeline/manifest.ts';
 import { detectNsfw } from '../../src/pipeline/nsfw.ts';
-import { createSessions, type DiffusionModel, type GraphSession, type PipelineSessions } from '../../src/pipeline/sessions.ts';
+import type { GraphSession } from '../../src/pipeline/graph-session.ts';
+import { createSessions, type DiffusionModel, type PipelineSessions } from '../../src/pipeline/sessions.ts';
 import { float16ToFloat32, float32ToFloat16, fromHalf, toHalf } from '../../src/pipeline/tensors.ts';
-import { controlActive, generate, generationSize, imageSeed, refineSize, type Txt2ImgRequest } from '../../src/pipeline/txt2img.ts';
+import { controlActive, generate, generationFrame, imageSeed, refineFrame, type Txt2ImgRequest } from '../../src/pipeline/txt2img.ts';
+import { FusedDenoiser, SeparateDenoiser } from '../../src/pipeline/denoisers.ts';
+import type { Frame } from '../../src/pipeline/framing.ts';
+import { useSeparatePair, writeManifestVariant } from '../../scripts/demo-models/manifest-variants.ts';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
 import { scanCheck } from '../../src/qr/scan.ts';
 import { MAX_SEED } from '../../src/pipeline/random.ts';
@@ -20,6 +27,9 @@ const MANIFEST = fileURLToPath(new URL('../../models/manifest.json', import.meta
 
 let sessions: PipelineSessions;
 let target: DiffusionModel;
+/** The same model as the separate ControlNet + UNet pair. */
+let pairSessions: PipelineSessions;
+let pair: DiffusionModel;
 
 beforeAll(async () => {
   const manifest = await loadManifest(MANIFEST);
@@ -27,13 +37,17 @@ beforeAll(async () => {
     executionProvider: { provider: 'cpu' },
     logger: pino({ level: 'silent' }),
     intraOpThreads: 1,
-    roles: ['text_encoder', 'unet', 'controlnet', 'vae_decoder', 'vae_encoder', 'safety_checker'],
+    roles: ['vae_encoder', 'safety_checker'],
   });
   target = sessions.forWorkflow('generate_qr_art_v5', 'universal');
+  const pairManifest = await writeManifestVariant(await mkdtemp(join(tmpdir(), 'qrart-pair-')), 'pair', useSeparatePair);
+  pairSessions = await createSessions(await loadManifest(pairManifest), { executionProvider: { provider: 'cpu' }, logger: pino({ level: 'silent' }), intraOpThreads: 1, roles: ['vae_encoder'] });
+  pair = pairSessions.forWorkflow('generate_qr_art_v5', 'universal');
 });
 
 afterAll(async () => {
   await sessions?.release();
+  await pairSessions?.release();
 });
 
 function qrControl(size: number, content = 'QR1', ratio = 0.85): { image: RawImage; codeSide: number } {
@@ -127,16 +141,25 @@ describe('generate', () => {
     expect((await scanCheck(without.images[0]!, 'QR1', { codeSide: qr.codeSide })).scannable).toBe(false);
   });
 
-  it('runs the ControlNet only inside [controlStart, controlEnd] of the schedule', async () => {
-    const cn = target.controlnet;
+  it('applies the ControlNet only inside [controlStart, controlEnd] of the schedule, in one fused call per step', async () => {
+    const graph = (target.denoiser as FusedDenoiser).graph;
     let calls = 0;
-    const counting = Object.create(cn, {
-      run: { value: (...args: Parameters<GraphSession['run']>) => ((calls += 1), cn.run(...args)) },
+    let controlled = 0;
+    const counting = Object.create(graph, {
+      run: {
+        value: (...args: Parameters<GraphSession['run']>) => {
+          calls += 1;
+          if ((args[0].conditioning_scale!.data as Float32Array)[0] !== 0) controlled += 1;
+          return graph.run(...args);
+        },
+      },
     }) as GraphSession;
     const run = async (controlStart: number, controlEnd: number, controlScale = 1.2): Promise<number> => {
       calls = 0;
-      await generate(request({ steps: 10, controlStart, controlEnd, controlScale }), { model: target.model, controlnet: counting });
-      return calls;
+      controlled = 0;
+      await generate(request({ steps: 10, controlStart, controlEnd, controlScale }), { model: target.model, denoiser: new FusedDenoiser(counting) });
+      expect(calls).toBe(10);
+      return controlled;
     };
     expect(await run(0, 1)).toBe(10);
     expect(await run(0.2, 1)).toBe(8);
@@ -144,6 +167,21 @@ describe('generate', () => {
     expect(await run(0, 1, 0)).toBe(0);
     expect(controlActive(0, 10, 0.05, 1)).toBe(false);
     expect(controlActive(9, 10, 0, 0.95)).toBe(false);
+  });
+
+  it('the separate pair runs its ControlNet only inside the window, and gives the fused graph\'s bytes', async () => {
+    const separate = pair.denoiser as SeparateDenoiser;
+    let calls = 0;
+    const counting = Object.create(separate.controlnet, {
+      run: { value: (...args: Parameters<GraphSession['run']>) => ((calls += 1), separate.controlnet.run(...args)) },
+    }) as GraphSession;
+    const counted = { model: pair.model, denoiser: new SeparateDenoiser(separate.unet, counting) };
+    await generate(request({ steps: 10, controlStart: 0.2, controlEnd: 0.7 }), counted);
+    expect(calls).toBe(5);
+    for (const r of [request(), request({ batchSize: 2, scheduler: 'euler_a', controlStart: 0.3 }), request({ guidance: 1, scheduler: 'lcm', steps: 4 })]) {
+      const [fused, separated] = [await generate(r, target), await generate(r, pair)];
+      separated.images.forEach((image, i) => expect(bytes(image).equals(bytes(fused.images[i]!)), `image ${i}`).toBe(true));
+    }
   });
 
   it('guidance <= 1 and LCM (the fast tiers) still give deterministic images', async () => {
@@ -157,10 +195,10 @@ describe('generate', () => {
     const seen: [number, number][] = [];
     const r = await generate(request({ batchSize: 2 }), target, { onProgress: (step, total) => seen.push([step, total]) });
     expect(seen).toEqual([1, 2, 3, 4, 5, 6].map((s) => [s, 6]));
-    for (const stage of ['text_encoder', 'controlnet', 'unet', 'scheduler', 'vae_decode', 'total'] as const) {
+    for (const stage of ['text_encoder', 'denoiser', 'scheduler', 'vae_decode', 'total'] as const) {
       expect(r.timings[stage], stage).toBeGreaterThanOrEqual(0);
     }
-    expect(r.timings.refine_unet).toBeUndefined();
+    expect(r.timings.refine_denoiser).toBeUndefined();
   });
 
   it('hands over each final image as soon as it is made, in order, the same images it returns', async () => {
@@ -184,15 +222,19 @@ describe('generate', () => {
 });
 
 describe('output sizes', () => {
-  it('chooses the generation size: the output itself up to the native area, else the native area at its aspect', () => {
-    expect(generationSize({ width: 768, height: 768 }, 768)).toEqual({ width: 768, height: 768 });
-    expect(generationSize({ width: 672, height: 896 }, 768)).toEqual({ width: 672, height: 896 });
-    expect(generationSize({ width: 1024, height: 576 }, 768)).toEqual({ width: 1024, height: 576 });
-    expect(generationSize({ width: 2880, height: 2880 }, 768)).toEqual({ width: 768, height: 768 });
-    expect(generationSize({ width: 3840, height: 2160 }, 768)).toEqual({ width: 1024, height: 576 });
-    expect(generationSize({ width: 1248, height: 1664 }, 768, 64)).toEqual({ width: 640, height: 896 });
-    expect(refineSize({ width: 3840, height: 2160 }, 1536 * 1536)).toEqual({ width: 2048, height: 1152 });
-    expect(refineSize({ width: 960, height: 960 }, 1536 * 1536)).toEqual({ width: 960, height: 960 });
+  it('chooses the generation size: the output itself up to the native area, else the native area at exactly its aspect', () => {
+    const size = (f: Frame) => ({ width: f.width, height: f.height });
+    expect(size(generationFrame({ width: 768, height: 768 }, 768))).toEqual({ width: 768, height: 768 });
+    expect(size(generationFrame({ width: 672, height: 896 }, 768))).toEqual({ width: 672, height: 896 });
+    expect(size(generationFrame({ width: 1024, height: 576 }, 768))).toEqual({ width: 1024, height: 576 });
+    expect(size(generationFrame({ width: 2880, height: 2880 }, 768))).toEqual({ width: 768, height: 768 });
+    expect(size(generationFrame({ width: 3840, height: 2160 }, 768))).toEqual({ width: 1024, height: 576 });
+    expect(size(generationFrame({ width: 2592, height: 3456 }, 768))).toEqual({ width: 648, height: 864 });
+    expect(size(refineFrame({ width: 3840, height: 2160 }, 1536 * 1536))).toEqual({ width: 2048, height: 1152 });
+    expect(size(refineFrame({ width: 2592, height: 3456 }, 1536 * 1536))).toEqual({ width: 1320, height: 1760 });
+    expect(size(refineFrame({ width: 960, height: 960 }, 1536 * 1536))).toEqual({ width: 960, height: 960 });
+    // No size of exactly 1248:1664 on a 64-pixel grid near the area: the rounded canvas, the output centred in it.
+    expect(generationFrame({ width: 1248, height: 1664 }, 768, 64)).toEqual({ width: 640, height: 896, content: { x: 0, y: 21, width: 640, height: 853 } });
   });
 
   it('a non-square output and an output that is no multiple of 8 come out at exactly their size', async () => {
@@ -207,13 +249,14 @@ describe('output sizes', () => {
   it('an upscaled output is refined at its size (or at maxPixels) and comes out exact', async () => {
     const seen: number[] = [];
     const r = await generate(request({ width: 320, height: 192, batchSize: 2, steps: 10, control: qrControl(320).image }), target, { onProgress: (_, total) => seen.push(total) });
-    expect(r.generated).toEqual({ width: 168, height: 96 });
-    expect(r.refined).toEqual({ width: 320, height: 192, steps: 3 });
+    expect(r.generated).toEqual({ width: 160, height: 96 });
+    // Native size 128 here: the 40×24-latent canvas is refined in 16×16 tiles.
+    expect(r.refined).toEqual({ width: 320, height: 192, steps: 3, tiles: 6 });
     expect(r.images.map((i) => [i.width, i.height])).toEqual([[320, 192], [320, 192]]);
     expect(seen).toHaveLength(10 + 2 * 3);
     expect(new Set(seen)).toEqual(new Set([16]));
     expect(r.timings.refine_vae_encode).toBeGreaterThan(0);
-    expect(r.timings.refine_unet).toBeGreaterThan(0);
+    expect(r.timings.refine_denoiser).toBeGreaterThan(0);
 
     const capped = await generate(request({ width: 320, height: 192, refine: { maxPixels: 240 * 144 }, control: qrControl(320).image }), target);
     expect(capped.refined).toMatchObject({ width: 240, height: 144 });

@@ -1,0 +1,220 @@
+/**
+ * The noise predictor of one denoising step, behind one small interface, whatever the graphs:
+ *
+ *   fused      one graph (the `denoiser` role: UNet + ControlNet, e.g. made by `qr-art models
+ *              fuse`): exactly one session.run per step. With a guidance_scale input it also does
+ *              classifier-free guidance, so only the B latents go in and B predictions come out;
+ *              without one (diffusers' fused export) the 2B-row batch goes in and CFG is done here.
+ *   separate   a ControlNet graph and a ControlNet-ready UNet: the ControlNet's 13 residuals come
+ *              out of ONNX Runtime and go back in as UNet inputs (~120 MB a step at 768² with CFG,
+ *              fp32), then CFG here. Kept for exports that have not been fused.
+ *
+ * Outside the control window (controlStart/controlEnd) the fused graph is called with a
+ * conditioning scale of 0 (the residuals it adds are then exactly zero), the separate pair skips
+ * the ControlNet and feeds zero residuals. Both give the images the unfused pipeline gives.
+ *
+ * start() prepares what stays the same over a loop (text rows, control image, scales) once; on
+ * WebGPU those stay on the device (see device-tensors.ts) and only the latents cross per step.
+ */
+import ort from 'onnxruntime-node';
+import type { RawImage } from '../image/raw.ts';
+import type { GraphSession } from './graph-session.ts';
+import { CONTROL_RESIDUALS } from './roles.ts';
+import { floatTensor, packRgbPlanar, packRgbPlanarBytes, product, toFloat32 } from './tensors.ts';
+
+/** Text-encoder rows for CFG: [uncond ‖ cond] (or cond alone without guidance), with their shape. */
+export interface TextConditioning {
+  /** rows × tokens × width floats, row-major. */
+  readonly hidden: Float32Array;
+  readonly rows: number;
+  readonly tokens: number;
+  readonly width: number;
+}
+
+export type DenoiserStage = 'controlnet' | 'unet' | 'denoiser';
+
+/** What stays the same over one sampling loop. */
+export interface DenoiseSetup {
+  readonly text: TextConditioning;
+  /** Images in the batch (B). */
+  readonly batch: number;
+  /** Latent size. */
+  readonly h: number;
+  readonly w: number;
+  /** The control image at 8w × 8h (grey or RGB, dark modules dark). */
+  readonly control: RawImage;
+  readonly controlScale: number;
+  readonly guidance: number;
+  /** Times each model call under its stage name. */
+  readonly time: <T>(stage: DenoiserStage, fn: () => Promise<T>) => Promise<T>;
+}
+
+export interface StepModel {
+  /** Guided noise predictions (B × 4 × h × w) for the scaled model input of B images at timestep `t`. */
+  predict(modelIn: Float32Array, t: number, controlActive: boolean): Promise<Float32Array>;
+}
+
+export interface Denoiser {
+  readonly kind: 'fused' | 'separate';
+  /** The graph(s) it runs (for warm-up and messages). */
+  readonly graphs: readonly GraphSession[];
+  start(setup: DenoiseSetup): StepModel;
+}
+
+/** eps = u + g·(c − u) in float32 arithmetic (what a graph computes), from [uncond ‖ cond] rows into `out`. */
+export function guide(pred: Float32Array, guidance: number, out: Float32Array = new Float32Array(pred.length / 2)): Float32Array {
+  const f = Math.fround;
+  const g = f(guidance);
+  const half = out.length;
+  for (let k = 0; k < half; k++) {
+    const u = pred[k]!;
+    out[k] = f(u + f(g * f(pred[half + k]! - u)));
+  }
+  return out;
+}
+
+/** The text rows for a model batch of n images: [uncond × n ‖ cond × n] with CFG, cond × n without. */
+export function textForBatch(text: TextConditioning, n: number): Float32Array {
+  const rowLen = text.tokens * text.width;
+  const out = new Float32Array(text.rows * n * rowLen);
+  for (let r = 0; r < text.rows * n; r++) {
+    const source = Math.floor(r / n);
+    out.set(text.hidden.subarray(source * rowLen, (source + 1) * rowLen), r * rowLen);
+  }
+  return out;
+}
+
+/** The control image as the graph's controlnet_cond: `copies` × RGB planes, uint8 0..255 or floats in [0,1]. */
+function controlTensor(g: GraphSession, control: RawImage, copies: number): ort.Tensor {
+  const info = g.input('controlnet_cond');
+  const plane = 3 * control.width * control.height;
+  const dims = [copies, 3, control.height, control.width];
+  if (info.type === 'uint8') {
+    const bytes = new Uint8Array(copies * plane);
+    packRgbPlanarBytes(control, bytes, 0);
+    for (let c = 1; c < copies; c++) bytes.copyWithin(c * plane, 0, plane);
+    return new ort.Tensor('uint8', bytes, dims);
+  }
+  const floats = new Float32Array(copies * plane);
+  packRgbPlanar(control, floats, 0);
+  for (let c = 1; c < copies; c++) floats.copyWithin(c * plane, 0, plane);
+  return floatTensor(g.floatType('controlnet_cond'), floats, dims);
+}
+
+/** Rows of a controlnet_cond batch: one when the graph fixes its first axis at 1, else `n`. */
+const condCopies = (g: GraphSession, n: number): number => (g.input('controlnet_cond').shape[0] === 1 ? 1 : n);
+
+export class FusedDenoiser implements Denoiser {
+  readonly kind = 'fused' as const;
+  readonly graphs: readonly GraphSession[];
+  /** With a guidance_scale input: CFG inside the graph, B rows in and out. */
+  readonly foldsGuidance: boolean;
+
+  constructor(readonly graph: GraphSession) {
+    this.graphs = [graph];
+    this.foldsGuidance = graph.hasInput('guidance_scale');
+  }
+
+  start(s: DenoiseSetup): StepModel {
+    const g = this.graph;
+    const B = s.batch;
+    const cfg = s.text.rows === 2;
+    const folded = this.foldsGuidance;
+    // Folded: the graph spreads the text rows and the control image over the batch itself.
+    const rows = folded ? B : s.text.rows * B;
+    const hidden = folded ? s.text.hidden : textForBatch(s.text, B);
+    const constant: Record<string, ort.Tensor> = {
+      encoder_hidden_states: floatTensor(g.floatType('encoder_hidden_states'), hidden, [folded ? s.text.rows : rows, s.text.tokens, s.text.width]),
+      controlnet_cond: controlTensor(g, s.control, condCopies(g, rows)),
+    };
+    if (folded) constant.guidance_scale = g.scalarTensor('guidance_scale', s.guidance);
+    const on = g.scaleTensor(s.controlScale);
+    const off = g.scaleTensor(0);
+    const per = 4 * s.h * s.w;
+    const dims = [rows, 4, s.h, s.w];
+    const modelIn = folded ? undefined : new Float32Array(rows * per);
+    const guided = !folded && cfg ? new Float32Array(B * per) : undefined;
+    return {
+      predict: async (x, t, active) => {
+        let sample = x;
+        if (modelIn) {
+          modelIn.set(x, 0);
+          if (cfg) modelIn.set(x, B * per);
+          sample = modelIn;
+        }
+        const out = await s.time('denoiser', () =>
+          g.run(
+            { ...constant, sample: floatTensor(g.floatType('sample'), sample, dims), timestep: g.timestepTensor(t, rows), conditioning_scale: active ? on : off },
+            ['noise_pred'],
+          ),
+        );
+        const pred = toFloat32(out.noise_pred!);
+        if (folded) return pred;
+        return guided ? guide(pred, s.guidance, guided) : pred.subarray(0, B * per);
+      },
+    };
+  }
+}
+
+export class SeparateDenoiser implements Denoiser {
+  readonly kind = 'separate' as const;
+  readonly graphs: readonly GraphSession[];
+
+  constructor(
+    readonly unet: GraphSession,
+    readonly controlnet: GraphSession,
+  ) {
+    this.graphs = [controlnet, unet];
+  }
+
+  start(s: DenoiseSetup): StepModel {
+    const { unet, controlnet: cn } = this;
+    const B = s.batch;
+    const cfg = s.text.rows === 2;
+    const rows = s.text.rows * B;
+    const per = 4 * s.h * s.w;
+    const hidden = textForBatch(s.text, B);
+    const hiddenDims = [rows, s.text.tokens, s.text.width];
+    const unetHidden = floatTensor(unet.floatType('encoder_hidden_states'), hidden, hiddenDims);
+    const cnHidden = floatTensor(cn.floatType('encoder_hidden_states'), hidden, hiddenDims);
+    const cond = controlTensor(cn, s.control, condCopies(cn, rows));
+    const scale = cn.scaleTensor(s.controlScale);
+    let zeros: Record<string, ort.Tensor> | undefined;
+    const zeroResiduals = (): Record<string, ort.Tensor> =>
+      (zeros ??= Object.fromEntries(
+        CONTROL_RESIDUALS.map((r) => {
+          const dims = [rows, r.channels, Math.ceil(s.h / r.factor), Math.ceil(s.w / r.factor)];
+          return [r.role, floatTensor(unet.floatType(r.role), new Float32Array(product(dims)), dims)];
+        }),
+      ));
+    // One model-input and one guidance buffer for the whole loop: a fresh pair per step is
+    // garbage the collector has to chase between ONNX runs.
+    const modelIn = new Float32Array(rows * per);
+    const guided = cfg ? new Float32Array(B * per) : undefined;
+    const sampleDims = [rows, 4, s.h, s.w];
+    return {
+      predict: async (x, t, active) => {
+        modelIn.set(x, 0);
+        if (cfg) modelIn.set(x, B * per);
+        let residuals: Record<string, ort.Tensor>;
+        if (active && s.controlScale > 0) {
+          const out = await s.time('controlnet', () =>
+            cn.run({ sample: floatTensor(cn.floatType('sample'), modelIn, sampleDims), timestep: cn.timestepTensor(t, rows), encoder_hidden_states: cnHidden, controlnet_cond: cond, conditioning_scale: scale }),
+          );
+          residuals = {};
+          for (const r of CONTROL_RESIDUALS) {
+            const res = out[r.role]!;
+            residuals[r.role] = res.type === unet.input(r.role).type ? res : floatTensor(unet.floatType(r.role), toFloat32(res), [...res.dims]);
+          }
+        } else {
+          residuals = zeroResiduals();
+        }
+        const out = await s.time('unet', () =>
+          unet.run({ sample: floatTensor(unet.floatType('sample'), modelIn, sampleDims), timestep: unet.timestepTensor(t, rows), encoder_hidden_states: unetHidden, ...residuals }, ['out_sample']),
+        );
+        const pred = toFloat32(out.out_sample!);
+        return guided ? guide(pred, s.guidance, guided) : pred.subarray(0, B * per);
+      },
+    };
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * One ONNX graph playing one role (roles.ts), addressed by role names: the manifest maps a role to
+ * the export's own name where it differs, and every dtype and rank is read from the session.
+ */
+import type ort from 'onnxruntime-node';
+import type { GraphRole, GraphSpec } from './manifest.ts';
+import { ROLE_CONTRACTS, type IoContract } from './roles.ts';
+import { numberTensor, type FloatType } from './tensors.ts';
+
+export interface IoInfo {
+  readonly role: string;
+  readonly name: string;
+  readonly type: string;
+  readonly shape: readonly (number | string)[];
+}
+
+export class GraphSessionError extends Error {
+  override readonly name: string = 'GraphSessionError';
+}
+
+/** What the axes that the role checks fix are called, for messages. */
+const AXIS_NAME: Readonly<Record<number, string>> = { 1: 'channels', 3: 'channels (last axis)' };
+
+/** Runs every session.run of the pipeline (fault injection wraps it in tests; see fault-injection.ts). */
+export type RunHook = (graph: GraphSession, run: () => Promise<ort.InferenceSession.OnnxValueMapType>) => Promise<ort.InferenceSession.OnnxValueMapType>;
+let runHook: RunHook | undefined;
+/** Installs (or removes) the hook every GraphSession.run goes through. */
+export function setRunHook(hook: RunHook | undefined): void {
+  runHook = hook;
+}
+
+export class GraphSession {
+  private readonly inputsByRole = new Map<string, IoInfo>();
+  private readonly outputsByRole = new Map<string, IoInfo>();
+
+  private constructor(
+    readonly role: GraphRole,
+    /** The file, as messages show it. */
+    readonly path: string,
+    readonly session: ort.InferenceSession,
+  ) {}
+
+  /** Validates `session` against `role` (see ROLE_CONTRACTS); throws naming the file. */
+  static bind(role: GraphRole, path: string, session: ort.InferenceSession, spec: Pick<GraphSpec, 'inputs' | 'outputs'>): GraphSession {
+    const g = new GraphSession(role, path, session);
+    const contract = ROLE_CONTRACTS[role];
+    const inputs = metadataByName(session.inputMetadata);
+    const outputs = metadataByName(session.outputMetadata);
+    const fail = (problem: string): never => {
+      throw new GraphSessionError(`${path}: ${problem}`);
+    };
+    const bindSide = (
+      side: 'input' | 'output',
+      wanted: readonly IoContract[],
+      available: Map<string, ort.InferenceSession.ValueMetadata>,
+      names: Record<string, string> | undefined,
+      into: Map<string, IoInfo>,
+    ): void => {
+      for (const key of Object.keys(names ?? {})) {
+        if (!wanted.some((c) => c.role === key)) {
+          fail(`graphs.${role}.${side}s names '${key}', which is not an ${side} role of ${role} (${wanted.map((c) => c.role).join(', ')})`);
+        }
+      }
+      for (const c of wanted) {
+        const name = names?.[c.role] ?? c.role;
+        const meta = available.get(name);
+        if (!meta) {
+          if (c.optional) continue;
+          const mapped = names?.[c.role] !== undefined ? ` (mapped by graphs.${role}.${side}s)` : '';
+          fail(
+            `the ${role} role needs an ${side} '${name}'${mapped} but the graph's ${side}s are ${[...available.keys()].map((n) => `'${n}'`).join(', ')}` +
+              (mapped ? '' : `; map it under graphs.${role}.${side}s if the export names it differently`),
+          );
+        }
+        if (!meta!.isTensor) fail(`${side} '${name}' is not a tensor`);
+        const tm = meta as ort.InferenceSession.TensorValueMetadata;
+        if (!c.types.includes(tm.type)) fail(`${side} '${name}' is ${tm.type}, the ${role} role needs ${c.types.join(' or ')}`);
+        // A graph without shape information for a value (rank 0 and not a scalar role) still has to have a usable rank.
+        if (!c.ranks.includes(tm.shape.length)) {
+          fail(`${side} '${name}' has rank ${tm.shape.length} [${tm.shape.join(', ')}], the ${role} role needs rank ${c.ranks.join(' or ')}`);
+        }
+        for (const [axis, allowed] of Object.entries(c.dims ?? {})) {
+          const size = tm.shape[Number(axis)];
+          if (typeof size === 'number' && size > 0 && !allowed.includes(size)) {
+            const what = AXIS_NAME[Number(axis)] ?? `size on axis ${axis}`;
+            fail(`${side} '${name}' has ${size} ${what}, the ${role} role needs ${allowed.join(' or ')}`);
+          }
+        }
+        into.set(c.role, { role: c.role, name, type: tm.type, shape: tm.shape });
+      }
+    };
+    bindSide('input', contract.inputs, inputs, spec.inputs, g.inputsByRole);
+    bindSide('output', contract.outputs, outputs, spec.outputs, g.outputsByRole);
+    // Every graph input must be fed: an input no role covers cannot be.
+    const fed = new Set([...g.inputsByRole.values()].map((i) => i.name));
+    const unfed = session.inputNames.filter((n) => !fed.has(n));
+    if (unfed.length > 0) fail(`input${unfed.length > 1 ? 's' : ''} ${unfed.map((n) => `'${n}'`).join(', ')} ${unfed.length > 1 ? 'are' : 'is'} not fed by the ${role} role`);
+    return g;
+  }
+
+  input(role: string): IoInfo {
+    const info = this.inputsByRole.get(role);
+    if (!info) throw new GraphSessionError(`${this.path}: the ${this.role} graph has no input for role '${role}'`);
+    return info;
+  }
+
+  hasInput(role: string): boolean {
+    return this.inputsByRole.has(role);
+  }
+
+  output(role: string): IoInfo {
+    const info = this.outputsByRole.get(role);
+    if (!info) throw new GraphSessionError(`${this.path}: the ${this.role} graph has no output for role '${role}'`);
+    return info;
+  }
+
+  /** Float type of an input (fp16 exports take Uint16Array bits). */
+  floatType(role: string): FloatType {
+    return this.input(role).type as FloatType;
+  }
+
+  /** Feeds by role; returns the requested output roles (all bound ones by default) by role. */
+  async run(feeds: Readonly<Record<string, ort.Tensor>>, outputRoles?: readonly string[]): Promise<Record<string, ort.Tensor>> {
+    const byName: Record<string, ort.Tensor> = {};
+    for (const [role, tensor] of Object.entries(feeds)) byName[this.input(role).name] = tensor;
+    const roles = outputRoles ?? [...this.outputsByRole.keys()];
+    const names = roles.map((r) => this.output(r).name);
+    const run = () => this.session.run(byName, names);
+    const out = await (runHook ? runHook(this, run) : run());
+    const result: Record<string, ort.Tensor> = {};
+    roles.forEach((r, i) => (result[r] = out[names[i]!] as ort.Tensor));
+    return result;
+  }
+
+  /**
+   * The timestep as this graph wants it: its own dtype, and a scalar, [1] or [batch] as its
+   * rank and fixed size say.
+   */
+  timestepTensor(t: number, batch: number): ort.Tensor {
+    const info = this.input('timestep');
+    if (info.shape.length === 0) return numberTensor(info.type, [t], []);
+    const n = info.shape[0] === 1 ? 1 : batch;
+    return numberTensor(info.type, new Array<number>(n).fill(t), [n]);
+  }
+
+  /** A scalar-ish input (conditioning_scale, guidance_scale) in the graph's dtype and rank (a double scalar in OnnxStack exports). */
+  scalarTensor(role: string, value: number): ort.Tensor {
+    const info = this.input(role);
+    return numberTensor(info.type, [value], info.shape.length === 0 ? [] : [1]);
+  }
+
+  /** conditioning_scale in the graph's dtype and rank. */
+  scaleTensor(scale: number): ort.Tensor {
+    return this.scalarTensor('conditioning_scale', scale);
+  }
+
+  async release(): Promise<void> {
+    await this.session.release();
+  }
+}
+
+function metadataByName(meta: readonly ort.InferenceSession.ValueMetadata[]): Map<string, ort.InferenceSession.ValueMetadata> {
+  return new Map(meta.map((m) => [m.name, m]));
+}

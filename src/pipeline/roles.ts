@@ -1,0 +1,98 @@
+/**
+ * What each graph role must look like: input and output roles with the dtypes, ranks and fixed
+ * sizes real exports use (design notes §4). GraphSession.bind checks a session against these at
+ * start, so a wrong export fails at boot naming the file, not in the middle of a job.
+ */
+import type { GraphRole } from './manifest.ts';
+
+/** SD1.5's 13 ControlNet residuals, in UNet input order: [name, channels, downsampling]. */
+export const CONTROL_RESIDUALS: readonly { readonly role: string; readonly channels: number; readonly factor: number }[] = [
+  ...(
+    [
+      [320, 1], [320, 1], [320, 1], [320, 2], [640, 2], [640, 2],
+      [640, 4], [1280, 4], [1280, 4], [1280, 8], [1280, 8], [1280, 8],
+    ] as const
+  ).map(([channels, factor], i) => ({ role: `down_block_${i}_additional_residual`, channels, factor })),
+  { role: 'mid_block_additional_residual', channels: 1280, factor: 8 },
+];
+
+export const FLOATS = ['float32', 'float16'];
+export const TIMESTEP_TYPES = ['float32', 'float16', 'float64', 'int64', 'int32'];
+const SCALES = ['float64', 'float32', 'float16'];
+const IDS = ['int32', 'int64'];
+
+export interface IoContract {
+  readonly role: string;
+  readonly types: readonly string[];
+  /** Allowed ranks (symbolic or fixed dims alike). */
+  readonly ranks: readonly number[];
+  /** Fixed sizes some axes must have when the graph fixes them: axis → allowed sizes. */
+  readonly dims?: Readonly<Record<number, readonly number[]>>;
+  readonly optional?: boolean;
+}
+
+export interface RoleContract {
+  readonly inputs: readonly IoContract[];
+  readonly outputs: readonly IoContract[];
+}
+
+const latent = (role: string, channels: number[]): IoContract => ({ role, types: FLOATS, ranks: [4], dims: { 1: channels } });
+const image = (role: string): IoContract => ({ role, types: FLOATS, ranks: [4], dims: { 1: [3] } });
+const timestep: IoContract = { role: 'timestep', types: TIMESTEP_TYPES, ranks: [0, 1] };
+const hidden: IoContract = { role: 'encoder_hidden_states', types: FLOATS, ranks: [3] };
+const residuals: IoContract[] = CONTROL_RESIDUALS.map((r) => ({ role: r.role, types: FLOATS, ranks: [4], dims: { 1: [r.channels] } }));
+
+export const ROLE_CONTRACTS: Readonly<Record<GraphRole, RoleContract>> = {
+  text_encoder: {
+    inputs: [{ role: 'input_ids', types: IDS, ranks: [2], dims: { 1: [77] } }],
+    outputs: [{ role: 'last_hidden_state', types: FLOATS, ranks: [3] }],
+  },
+  unet: { inputs: [latent('sample', [4]), timestep, hidden, ...residuals], outputs: [latent('out_sample', [4])] },
+  unet_inpaint: { inputs: [latent('sample', [9]), timestep, hidden], outputs: [latent('out_sample', [4])] },
+  controlnet: {
+    inputs: [
+      latent('sample', [4]),
+      timestep,
+      hidden,
+      image('controlnet_cond'),
+      { role: 'conditioning_scale', types: SCALES, ranks: [0, 1] },
+    ],
+    outputs: residuals,
+  },
+  /**
+   * UNet + ControlNet in one graph (pipeline/denoisers.ts): one call per denoising step. The
+   * control image is RGB in [0,1] (float) or 0..255 (uint8); with a `guidance_scale` input the
+   * graph also does classifier-free guidance: `sample` holds the B images, encoder_hidden_states
+   * the text rows ([uncond, cond], or [cond] alone), controlnet_cond one image for the batch when
+   * its first axis is fixed at 1, and noise_pred the B guided predictions. Without it, everything
+   * is the 2B-row CFG batch, as diffusers' fused export takes it.
+   */
+  denoiser: {
+    inputs: [
+      latent('sample', [4]),
+      timestep,
+      hidden,
+      { role: 'controlnet_cond', types: [...FLOATS, 'uint8'], ranks: [4], dims: { 1: [3] } },
+      { role: 'conditioning_scale', types: SCALES, ranks: [0, 1] },
+      { role: 'guidance_scale', types: SCALES, ranks: [0, 1], optional: true },
+    ],
+    outputs: [latent('noise_pred', [4])],
+  },
+  vae_decoder: { inputs: [latent('latent_sample', [4])], outputs: [image('sample')] },
+  // Older optimum exports give `latent_sample` (4 ch), newer ones `latent_parameters` (mean ‖ logvar, 8 ch).
+  vae_encoder: { inputs: [image('sample')], outputs: [latent('latent_sample', [4, 8])] },
+  safety_checker: {
+    inputs: [image('clip_input'), { role: 'images', types: FLOATS, ranks: [4], dims: { 3: [3] }, optional: true }],
+    outputs: [{ role: 'has_nsfw_concepts', types: ['bool'], ranks: [1] }],
+  },
+  captioner_encoder: { inputs: [image('pixel_values')], outputs: [{ role: 'last_hidden_state', types: FLOATS, ranks: [3] }] },
+  captioner_decoder: {
+    inputs: [
+      { role: 'input_ids', types: IDS, ranks: [2] },
+      hidden,
+      { role: 'attention_mask', types: IDS, ranks: [2], optional: true },
+      { role: 'encoder_attention_mask', types: IDS, ranks: [2], optional: true },
+    ],
+    outputs: [{ role: 'logits', types: FLOATS, ranks: [3] }],
+  },
+};

@@ -1,0 +1,173 @@
+/**
+ * `models fuse` on the demo pair and on rewrites of it shaped like other exporters' graphs:
+ * the fused graph must give the pair's numbers (one call, CFG inside), bridge fp16/fp32 at the
+ * seam, scale a ControlNet that has no conditioning_scale input, survive external data, and
+ * refuse, naming the file, what it cannot fuse.
+ */
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import ort from 'onnxruntime-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildControlNet, buildDenoiser, buildUnet } from '../../scripts/demo-models/sd15.ts';
+import { FuseError, fuseControlNet } from '../../src/onnx/fuse.ts';
+import { readModelFile, writeModelFile } from '../../src/onnx/model-file.ts';
+import { encodeModel, type ModelProto } from '../../src/onnx/proto.ts';
+import { float32ToFloat16 } from '../../src/pipeline/tensors.ts';
+import { copyModel, withExtraInput, withHalfIo, withOpset, withoutScaleInput } from '../helpers/onnx-variants.ts';
+
+const run = promisify(execFile);
+const BIN = join(import.meta.dirname, '../../bin/qr-art.js');
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'qrart-fuse-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const fuse = (cn: ModelProto, unet: ModelProto): ModelProto => fuseControlNet({ model: cn, file: 'cn.onnx' }, { model: unet, file: 'unet.onnx' });
+const session = (bytes: Uint8Array | string) => ort.InferenceSession.create(bytes as Uint8Array, { logSeverityLevel: 3 });
+
+// A small step: 2 images, 12×12 latents, [uncond, cond] text rows.
+const B = 2;
+const h = 12;
+const w = 12;
+const sample = Float32Array.from({ length: B * 4 * h * w }, (_, i) => Math.sin(i * 0.7));
+const text = Float32Array.from({ length: 2 * 77 * 768 }, (_, i) => Math.cos(i * 0.37));
+const control = Uint8Array.from({ length: 3 * 64 * h * w }, (_, i) => (i * 7) % 256);
+
+/** The fused graph's guided prediction for the step above. */
+async function fusedStep(model: Uint8Array | string, opts: { timestep?: ort.Tensor; rows?: 1 | 2; guidance?: number; scale?: number } = {}): Promise<Float32Array> {
+  const s = await session(model);
+  const rows = opts.rows ?? 2;
+  const out = await s.run({
+    sample: new ort.Tensor('float32', sample, [B, 4, h, w]),
+    timestep: opts.timestep ?? new ort.Tensor('float32', [500], [1]),
+    encoder_hidden_states: new ort.Tensor('float32', text.subarray(text.length - rows * 77 * 768), [rows, 77, 768]),
+    controlnet_cond: new ort.Tensor('uint8', control, [1, 3, 8 * h, 8 * w]),
+    conditioning_scale: new ort.Tensor('float32', [opts.scale ?? 1.3], []),
+    guidance_scale: new ort.Tensor('float32', [opts.guidance ?? 7.5], []),
+  });
+  await s.release();
+  return out.noise_pred!.data as Float32Array;
+}
+
+/** The same step through the separate pair, CFG in float32 arithmetic as the graph does it. */
+async function pairStep(cnBytes: Uint8Array, unetBytes: Uint8Array, opts: { half?: boolean; rows?: 1 | 2; guidance?: number } = {}): Promise<Float32Array> {
+  const [cn, unet] = [await session(cnBytes), await session(unetBytes)];
+  const rows = opts.rows ?? 2;
+  const N = rows * B;
+  const sN = new Float32Array(N * 4 * h * w);
+  for (let r = 0; r < rows; r++) sN.set(sample, r * B * 4 * h * w);
+  const eN = new Float32Array(N * 77 * 768);
+  const rowText = text.subarray(text.length - rows * 77 * 768);
+  for (let r = 0; r < N; r++) eN.set(rowText.subarray(Math.floor(r / B) * 77 * 768, (Math.floor(r / B) + 1) * 77 * 768), r * 77 * 768);
+  const cF = new Float32Array(N * control.length);
+  for (let r = 0; r < N; r++) for (let i = 0; i < control.length; i++) cF[r * control.length + i] = control[i]! / 255;
+  const f32 = (data: Float32Array, dims: number[]) => new ort.Tensor('float32', data, dims);
+  const ts = f32(new Float32Array(N).fill(500), [N]);
+  const res = await cn.run({ sample: f32(sN, [N, 4, h, w]), timestep: ts, encoder_hidden_states: f32(eN, [N, 77, 768]), controlnet_cond: f32(cF, [N, 3, 8 * h, 8 * w]), conditioning_scale: new ort.Tensor('float64', [1.3], []) });
+  const half = (t: ort.Tensor) => new ort.Tensor('float16', float32ToFloat16(t.data as Float32Array), t.dims);
+  const feeds: Record<string, ort.Tensor> = { sample: f32(sN, [N, 4, h, w]), timestep: ts, encoder_hidden_states: f32(eN, [N, 77, 768]), ...res };
+  if (opts.half) for (const k of Object.keys(feeds)) feeds[k] = half(feeds[k]!);
+  const out = (await unet.run(feeds)).out_sample!;
+  await cn.release();
+  await unet.release();
+  const pred = out.type === 'float16' ? Float32Array.from(out.data as Uint16Array, (b) => halfToFloat(b)) : (out.data as Float32Array);
+  if (rows === 1) return pred;
+  const f = Math.fround;
+  const g = f(opts.guidance ?? 7.5);
+  const n = B * 4 * h * w;
+  return Float32Array.from({ length: n }, (_, k) => f(pred[k]! + f(g * f(pred[n + k]! - pred[k]!))));
+}
+
+function halfToFloat(bits: number): number {
+  const sign = bits & 0x8000 ? -1 : 1;
+  const e = (bits >> 10) & 0x1f;
+  const m = bits & 0x3ff;
+  return e === 0 ? sign * m * 2 ** -24 : e === 31 ? (m ? NaN : sign * Infinity) : sign * (1 + m / 1024) * 2 ** (e - 15);
+}
+
+const maxDiff = (a: Float32Array, b: Float32Array) => a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i]!)), 0);
+
+describe('models fuse', () => {
+  it('the shipped demo denoiser is the demo pair fused (rebuilds byte-identical)', async () => {
+    const shipped = await readFile(join(import.meta.dirname, '../../models/demo/denoiser/model.onnx'));
+    expect(Buffer.compare(shipped, Buffer.from(buildDenoiser()))).toBe(0);
+  });
+
+  it('one call gives the pair’s guided prediction bit for bit, with guidance and without (one text row)', async () => {
+    const fused = encodeModel(fuse(copyModel(buildControlNet()), copyModel(buildUnet())));
+    expect(await fusedStep(fused)).toEqual(await pairStep(buildControlNet(), buildUnet()));
+    expect(await fusedStep(fused, { rows: 1 })).toEqual(await pairStep(buildControlNet(), buildUnet(), { rows: 1 }));
+    // Scale 0 is "no control": the same as the UNet with zero residuals, i.e. a different prediction.
+    expect(maxDiff(await fusedStep(fused, { scale: 0 }), await fusedStep(fused))).toBeGreaterThan(1e-3);
+  });
+
+  it('reads and writes external data: a pair stored that way fuses, and a result forced to external data runs the same', async () => {
+    for (const [name, build] of [['cn', buildControlNet], ['unet', buildUnet]] as const) {
+      const written = await writeModelFile(copyModel(build()), join(dir, `${name}.onnx`), 'always');
+      expect(written.dataFile).toBe(join(dir, `${name}.onnx_data`));
+    }
+    const fused = fuseControlNet({ model: await readModelFile(join(dir, 'cn.onnx')), file: 'cn.onnx' }, { model: await readModelFile(join(dir, 'unet.onnx')), file: 'unet.onnx' });
+    const out = join(dir, 'fused', 'model.onnx');
+    await mkdir(join(dir, 'fused'));
+    const written = await writeModelFile(fused, out, 'always');
+    expect((await stat(written.dataFile!)).size).toBeGreaterThan(written.bytes);
+    // Offsets are 4 KiB aligned so ONNX Runtime can map the weights.
+    const offsets = fused.graph!.initializer.flatMap((t) => t.externalData.filter((e) => e.key === 'offset').map((e) => Number(e.value)));
+    expect(offsets.length).toBeGreaterThan(10);
+    expect(offsets.every((o) => o % 4096 === 0)).toBe(true);
+    expect(await fusedStep(out)).toEqual(await pairStep(buildControlNet(), buildUnet()));
+  });
+
+  it('bridges fp16 and fp32 at the seam with Cast nodes inside the graph, and scales a ControlNet that has no conditioning_scale', async () => {
+    // OnnxStack-style ControlNet (fp32 IO, no scale input) with an fp16-IO UNet (diffusers/optimum --fp16).
+    const halfUnet = encodeModel(withHalfIo(copyModel(buildUnet())));
+    const fused = fuse(withoutScaleInput(copyModel(buildControlNet())), copyModel(halfUnet));
+    const seamCasts = fused.graph!.node.filter((n) => n.opType === 'Cast' && n.name.startsWith('fuse/seam/') && n.input[0]!.startsWith('fuse/seam/scaled'));
+    expect(seamCasts).toHaveLength(13);
+    const scaled = fused.graph!.node.filter((n) => n.opType === 'Mul' && n.input[1] === 'conditioning_scale');
+    expect(scaled).toHaveLength(13);
+    // The fused input takes the UNet's timestep dtype.
+    const bytes = encodeModel(fused);
+    const s = await session(bytes);
+    expect(s.inputMetadata.find((m) => m.name === 'timestep')).toMatchObject({ type: 'float16' });
+    await s.release();
+    const timestep = new ort.Tensor('float16', float32ToFloat16(Float32Array.of(500)), [1]);
+    const got = await fusedStep(bytes, { timestep });
+    // The pair with the same fp16 UNet: residuals rounded to fp16 in JavaScript instead of by a Cast.
+    const want = await pairStep(buildControlNet(), halfUnet, { half: true });
+    expect(maxDiff(got, want)).toBeLessThan(2e-3);
+  });
+
+  it('refuses what it cannot fuse, naming the file and the problem', () => {
+    expect(() => fuse(copyModel(buildControlNet()), withExtraInput(copyModel(buildUnet()), 'timestep_cond'))).toThrow(/unet\.onnx: input 'timestep_cond' of the UNet would not be fed/);
+    expect(() => fuse(copyModel(buildUnet()), copyModel(buildUnet()))).toThrow(FuseError);
+    expect(() => fuse(copyModel(buildUnet()), copyModel(buildUnet()))).toThrow(/cn\.onnx: the ControlNet needs an input 'controlnet_cond'/);
+    expect(() => fuse(withOpset(copyModel(buildControlNet()), 16), copyModel(buildUnet()))).toThrow(/different versions of opset 'ai\.onnx': 16 in cn\.onnx, 17 in unet\.onnx/);
+    expect(() =>
+      fuseControlNet({ model: copyModel(buildControlNet()), file: 'cn.onnx', names: { inputs: { controlnet_cond: 'image' } } }, { model: copyModel(buildUnet()), file: 'unet.onnx' }),
+    ).toThrow(/cn\.onnx: the ControlNet needs an input 'image' \(role controlnet_cond\)/);
+  });
+
+  it('qr-art models fuse writes, checks and explains; bad arguments exit 2, a bad pair exits 1', async () => {
+    const out = join(dir, 'cli', 'denoiser', 'model.onnx');
+    const ok = await run(process.execPath, [BIN, 'models', 'fuse', '--controlnet', 'models/demo/controlnet/model.onnx', '--unet', 'models/demo/unet/model.onnx', '--out', out, '--external-data', 'always']);
+    expect(ok.stdout).toContain(`wrote ${out}`);
+    expect(ok.stdout).toContain('model.onnx_data');
+    expect(ok.stdout).toContain('checked: ONNX Runtime opens it and it fits the denoiser role');
+    expect(await fusedStep(out)).toEqual(await pairStep(buildControlNet(), buildUnet()));
+    const usage = await run(process.execPath, [BIN, 'models', 'fuse', '--out', out, '--external-data', 'sometimes']).catch((e: { code: number; stderr: string }) => e);
+    expect(usage).toMatchObject({ code: 2 });
+    expect((usage as { stderr: string }).stderr).toContain("--external-data must be auto, always or never, got 'sometimes'");
+    expect((usage as { stderr: string }).stderr).toContain('give --controlnet and --unet, or --manifest and --model');
+    const bad = await run(process.execPath, [BIN, 'models', 'fuse', '--controlnet', 'models/demo/unet/model.onnx', '--unet', 'models/demo/unet/model.onnx', '--out', out]).catch((e: { code: number; stderr: string }) => e);
+    expect(bad).toMatchObject({ code: 1 });
+    expect((bad as { stderr: string }).stderr).toMatch(/models\/demo\/unet\/model\.onnx: the ControlNet needs an input 'controlnet_cond'/);
+  }, 60_000);
+});
