@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_IMAGE_FETCH_LIMITS } from './image/fetch.ts';
+import { EXECUTION_PROVIDER_VALUES } from './pipeline/providers.ts';
 
 const boolean = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
@@ -34,7 +35,23 @@ export const ConfigSchema = z.object({
   READ_CACHE_TTL_MS: z.coerce.number().int().min(0).default(1000),
   JOB_ACK_WAIT_MS: milliseconds.default(60_000),
   JOB_MAX_DELIVER: z.coerce.number().int().min(1).max(100).default(3),
-  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(1),
+  /** Jobs a worker holds at once: on the device, waiting for it, and being finished on the CPU. */
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  /** Jobs held ready behind the one the device runs, so it never waits for the next pull. */
+  WORKER_PREFETCH: z.coerce.number().int().min(0).max(8).default(1),
+  /** Threads that scan-check, repair and PNG-encode images; unset = every core but one. */
+  FINISH_THREADS: z.coerce.number().int().min(1).max(64).optional(),
+  /** A job's deadline once the device starts it; unset = derived from its steps and size (worker/deadline.ts). */
+  JOB_TIMEOUT_MS: milliseconds.optional(),
+  /** Sizes the worker runs its graphs at before pulling: 'native' (each model's native square), 'off', or WxH,WxH (output sizes). */
+  WARMUP_SIZES: z
+    .string()
+    .regex(/^(native|off|\d+x\d+(,\d+x\d+)*)$/, 'native, off, or a list like 768x768,1024x576')
+    .default('native'),
+  /** The worker's own HTTP port: /healthz and /readyz (0 = any free port; unset = none). */
+  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** Test hook: make inference runs fail the way a device does (pipeline/fault-injection.ts). Never in production. */
+  QR_ART_FAULT_INJECTION: z.string().optional(),
   WORKER_ID: z.string().optional(),
   /** Client images (qrImage, outpainting image): whole-fetch time limit, body size cap, decoded pixel cap. */
   IMAGE_FETCH_TIMEOUT_MS: milliseconds.default(DEFAULT_IMAGE_FETCH_LIMITS.totalTimeoutMs),
@@ -42,8 +59,8 @@ export const ConfigSchema = z.object({
   IMAGE_MAX_PIXELS: z.coerce.number().int().min(1).default(DEFAULT_IMAGE_FETCH_LIMITS.maxPixels),
   /** Model manifest for the worker and `generate`; unset = this package's models/manifest.json (demo graphs). */
   MODELS_MANIFEST: z.string().optional(),
-  /** ONNX Runtime execution provider; cuda falls back to cpu with a warning when it cannot start. */
-  EXECUTION_PROVIDER: z.enum(['cpu', 'cuda']).default('cpu'),
+  /** ONNX Runtime execution provider; a device that cannot run every graph stops the worker, unless ',cpu' allows the fallback. */
+  EXECUTION_PROVIDER: z.enum(EXECUTION_PROVIDER_VALUES).default('cpu'),
   CUDA_DEVICE_ID: z.coerce.number().int().min(0).default(0),
   /** CPU threads per ONNX Runtime session; unset = all cores. */
   INFERENCE_THREADS: z.coerce.number().int().min(1).optional(),
@@ -83,4 +100,14 @@ export function parseApiKeysSpec(spec: string | undefined): { userId: string; ap
       }
       return { userId, apiKey, credits: amount };
     });
+}
+
+/** WARMUP_SIZES as the inference client takes it. */
+export function warmUpSizes(value: string): false | 'native' | { width: number; height: number }[] {
+  if (value === 'off') return false;
+  if (value === 'native') return 'native';
+  return value.split(',').map((s) => {
+    const [width, height] = s.split('x').map(Number);
+    return { width: width!, height: height! };
+  });
 }

@@ -32,6 +32,7 @@ import { pino } from 'pino';
 import { writeHeavyModels } from '../demo-models/heavy-unet.ts';
 import type { JobMessage } from '../../src/queue/schemas.ts';
 import { DiffusionRunner } from '../../src/worker/diffusion-runner.ts';
+import { FinishPool } from '../../src/worker/finish-pool.ts';
 import { DEFAULT_MANIFEST_PATH, InferenceClient } from '../../src/worker/inference-client.ts';
 import { parseCreateBody } from '../../src/workflows/validate.ts';
 import { summarize } from './scan-check.ts';
@@ -113,7 +114,8 @@ if (values.heavy) {
 
 const logger = pino({ level: 'warn', base: undefined }, pino.destination(2));
 const client = await InferenceClient.start({ manifestPath, executionProvider: { provider: 'cpu' }, logger, intraOpThreads: threads });
-const runner = new DiffusionRunner({ inference: client, logger, policy: { allowPrivate: false } });
+const finishing = new FinishPool();
+const runner = new DiffusionRunner({ inference: client, finishing, logger, policy: { allowPrivate: false } });
 
 function job(i: number): JobMessage {
   const body = { workflow: 'generate_qr_art_v5', prompt: 'a blue koi pond, watercolor', qrContent: `https://example.com/qr-art/bench/${i}`, aspectRatio: '1:1', resolution: 'SD', steps, batchSize: batch, seed: 1000 + i, ...(values['qr-repair'] ? { qrRepair: values['qr-repair'] } : {}) };

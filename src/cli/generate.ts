@@ -9,7 +9,8 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { imageSeed } from '../pipeline/txt2img.ts';
-import type { ExecutionProvider } from '../pipeline/sessions.ts';
+import { EXECUTION_PROVIDER_VALUES, parseExecutionProvider, type ExecutionProviderValue } from '../pipeline/providers.ts';
+import { FinishPool } from '../worker/finish-pool.ts';
 import { DiffusionRunner } from '../worker/diffusion-runner.ts';
 import { DEFAULT_MANIFEST_PATH, InferenceClient } from '../worker/inference-client.ts';
 import { JobInputError } from '../worker/runner.ts';
@@ -22,7 +23,7 @@ import { bodyFromFlags, flagMessages, optionName, type BodyFlag } from './body-f
 /** The configuration keys generate reads (a subset of Config; all optional). */
 export interface GenerateConfig {
   readonly MODELS_MANIFEST?: string | undefined;
-  readonly EXECUTION_PROVIDER?: 'cpu' | 'cuda' | undefined;
+  readonly EXECUTION_PROVIDER?: ExecutionProviderValue | undefined;
   readonly CUDA_DEVICE_ID?: number | undefined;
   readonly INFERENCE_THREADS?: number | undefined;
   readonly ALLOW_PRIVATE_URLS?: boolean | undefined;
@@ -60,7 +61,8 @@ Body flags are checked by the API's rules for the workflow.
 
   --out DIR              where the PNG files go (default .)
   --manifest PATH        model manifest (default MODELS_MANIFEST, else the package's models/manifest.json)
-  --provider cpu|cuda    execution provider (default EXECUTION_PROVIDER, else cpu); cuda falls back to cpu
+  --provider P           cpu, cuda, webgpu, cuda,cpu or webgpu,cpu (default EXECUTION_PROVIDER, else cpu); a device that cannot
+                         run every graph is an error unless ',cpu' allows the fallback
   --device-id N          CUDA device (default CUDA_DEVICE_ID, else 0)
   --threads N            CPU threads per ONNX session (default: all cores)
   --json                 print the result as JSON
@@ -135,7 +137,7 @@ export async function generateCommand(argv: string[], config: GenerateConfig = {
   const workflow = String(values.workflow);
   if (isWorkflowName(workflow) && catalogue[workflow].family === 'outpainting') problems.push(`--workflow: ${workflow} is not a QR workflow; generate makes QR art`);
   const providerName = (values.provider as string | undefined) ?? config.EXECUTION_PROVIDER ?? 'cpu';
-  if (providerName !== 'cpu' && providerName !== 'cuda') problems.push(`--provider must be cpu or cuda, got '${providerName}'`);
+  if (!(EXECUTION_PROVIDER_VALUES as readonly string[]).includes(providerName)) problems.push(`--provider must be one of ${EXECUTION_PROVIDER_VALUES.join(', ')}, got '${providerName}'`);
   const intFlag = (name: string, min: number): number | undefined => {
     const raw = values[name];
     if (raw === undefined) return undefined;
@@ -159,17 +161,20 @@ export async function generateCommand(argv: string[], config: GenerateConfig = {
   const parsed = parseCreateBody({ workflow, ...bodyFromFlags(flags, values) }, { allowPrivateUrls });
   if (!parsed.ok) return fail(flagMessages(parsed.issues, [...flags, { field: 'workflow', flag: '--workflow', kind: 'text' }]));
 
-  const executionProvider: ExecutionProvider = providerName === 'cuda' ? { provider: 'cuda', deviceId } : { provider: 'cpu' };
+  const executionProvider = parseExecutionProvider(providerName as ExecutionProviderValue, deviceId);
   const manifestPath = (values.manifest as string | undefined) ?? config.MODELS_MANIFEST ?? DEFAULT_MANIFEST_PATH;
   const logger = pino({ level: 'warn', base: undefined }, pino.destination(2));
   const out = String(values.out);
   let progress: ReturnType<typeof progressBar> | undefined;
 
   let client: InferenceClient | undefined;
+  let finishing: FinishPool | undefined;
   try {
-    client = await InferenceClient.start({ manifestPath, executionProvider, logger, ...(threads !== undefined ? { intraOpThreads: threads } : {}) });
+    client = await InferenceClient.start({ manifestPath, executionProvider, logger, warmUp: false, ...(threads !== undefined ? { intraOpThreads: threads } : {}) });
+    finishing = new FinishPool();
     const runner = new DiffusionRunner({
       inference: client,
+      finishing,
       logger,
       policy: { allowPrivate: allowPrivateUrls },
       fetchLimits: {
@@ -206,6 +211,7 @@ export async function generateCommand(argv: string[], config: GenerateConfig = {
     if (err instanceof JobInputError) return fail([`${err.code}: ${err.message}`]);
     return fail([`generate failed: ${(err as Error).message}`], 1);
   } finally {
+    await finishing?.close();
     await client?.close();
   }
 }

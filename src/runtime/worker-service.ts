@@ -1,15 +1,25 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config.ts';
+import { warmUpSizes, type Config } from '../config.ts';
+import { parseExecutionProvider } from '../pipeline/providers.ts';
 import { connectQueue } from '../queue/connection.ts';
 import { ensureTopology } from '../queue/topology.ts';
 import { ControlImageRunner } from '../worker/control-image-runner.ts';
 import { startWorkerDaemon, type WorkerDaemon } from '../worker/daemon.ts';
 import { DiffusionRunner } from '../worker/diffusion-runner.ts';
+import { defaultFinishThreads, FinishPool } from '../worker/finish-pool.ts';
+import { startWorkerHealthServer, type WorkerHealthServer } from '../worker/health-server.ts';
 import { DEFAULT_MANIFEST_PATH, InferenceClient } from '../worker/inference-client.ts';
 import type { JobRunner } from '../worker/runner.ts';
 
 export interface WorkerService {
   daemon: WorkerDaemon;
+  /** Readiness: pulling and connected, the inference thread serving (the worker's /readyz and `start`'s). */
+  readiness: { readonly pulling: () => Promise<boolean>; readonly inference: () => Promise<boolean> };
+  /** The worker's HTTP address (WORKER_METRICS_PORT), when it has one. */
+  httpAddress?: string;
+  /** Settles when the device is given up (the process should exit non-zero); never otherwise. */
+  fatal: Promise<Error>;
+  /** The inference thread has ended (false: it is stuck in native code, and only a hard exit ends the process). */
   stop(): Promise<void>;
 }
 
@@ -20,36 +30,62 @@ export async function startWorkerService(options: { config: Config; natsUrl: str
   await ensureTopology(queue.jsm, { jobAckWaitMs: config.JOB_ACK_WAIT_MS, jobMaxDeliver: config.JOB_MAX_DELIVER });
   const policy = { allowPrivate: config.ALLOW_PRIVATE_URLS };
   const fetchLimits = { totalTimeoutMs: config.IMAGE_FETCH_TIMEOUT_MS, maxBytes: config.IMAGE_MAX_BYTES, maxPixels: config.IMAGE_MAX_PIXELS };
+  let reportFatal!: (error: Error) => void;
+  const fatal = new Promise<Error>((resolve) => (reportFatal = resolve));
+  let daemon: WorkerDaemon | undefined;
   let inference: InferenceClient | undefined;
+  let finishing: FinishPool | undefined;
   let runner: JobRunner;
   if (config.WORKER_PIPELINE === 'diffusion') {
     try {
       inference = await InferenceClient.start({
         manifestPath: config.MODELS_MANIFEST ?? DEFAULT_MANIFEST_PATH,
-        executionProvider: config.EXECUTION_PROVIDER === 'cuda' ? { provider: 'cuda', deviceId: config.CUDA_DEVICE_ID } : { provider: 'cpu' },
+        executionProvider: parseExecutionProvider(config.EXECUTION_PROVIDER, config.CUDA_DEVICE_ID),
         logger: logger.child({ component: 'inference' }),
         ...(config.INFERENCE_THREADS !== undefined ? { intraOpThreads: config.INFERENCE_THREADS } : {}),
+        warmUp: warmUpSizes(config.WARMUP_SIZES),
+        ...(config.QR_ART_FAULT_INJECTION ? { faultInjection: config.QR_ART_FAULT_INJECTION } : {}),
+        // A thread that is stuck or cannot start again: hand the jobs back and give the device up.
+        onFatal: (error) => void (daemon ? daemon.fatal(error) : reportFatal(error)),
       });
     } catch (error) {
       await queue.close();
       throw error;
     }
-    runner = new DiffusionRunner({ inference, logger, policy, fetchLimits });
+    finishing = new FinishPool(config.FINISH_THREADS ?? defaultFinishThreads());
+    runner = new DiffusionRunner({ inference, finishing, logger, policy, fetchLimits, deadline: config.JOB_TIMEOUT_MS !== undefined ? { fixedMs: config.JOB_TIMEOUT_MS } : {} });
   } else {
     runner = new ControlImageRunner({ policy, fetchLimits });
   }
-  const daemon = startWorkerDaemon({
+  daemon = startWorkerDaemon({
     queue,
     runner,
     logger,
-    concurrency: config.WORKER_CONCURRENCY,
+    prefetch: config.WORKER_PREFETCH,
+    maxInHand: Math.max(config.WORKER_CONCURRENCY, 1 + config.WORKER_PREFETCH),
     workerId: config.WORKER_ID,
     heartbeatMs: Math.max(1000, Math.floor(config.JOB_ACK_WAIT_MS / 3)),
+    onFatal: reportFatal,
   });
+  const d = daemon;
+  const readiness = {
+    pulling: async () => d.ready(),
+    inference: async () => (inference ? inference.state === 'ready' : true),
+  };
+  let http: WorkerHealthServer | undefined;
+  if (config.WORKER_METRICS_PORT !== undefined) {
+    http = await startWorkerHealthServer({ port: config.WORKER_METRICS_PORT, host: config.HOST, checks: readiness, logger });
+    logger.info({ address: http.address }, 'worker health endpoint listening');
+  }
   return {
     daemon,
+    readiness,
+    ...(http ? { httpAddress: http.address } : {}),
+    fatal,
     async stop() {
-      await daemon.stop();
+      await d.stop();
+      await http?.close();
+      await finishing?.close();
       await inference?.close();
       await queue.close();
     },

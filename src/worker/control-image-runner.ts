@@ -10,7 +10,7 @@ import { decodeAny, scanCheck } from '../qr/scan.ts';
 import type { JobMessage } from '../queue/schemas.ts';
 import { isWorkflowName } from '../workflows/catalogue.ts';
 import { controlPlanFor, type ControlPlan } from '../workflows/control.ts';
-import { JobInputError, type JobRunner, type RenderedImage, type RunOutcome } from './runner.ts';
+import { JobInputError, type JobRunner, type RenderedImage, type RunHooks, type RunOutcome } from './runner.ts';
 
 /** Share of the canvas side a client's QR image is fitted into, leaving a light margin around it. */
 const CLIENT_IMAGE_RATIO = 0.8;
@@ -32,7 +32,9 @@ export class ControlImageRunner implements JobRunner {
 
   constructor(private readonly options: ControlImageRunnerOptions) {}
 
-  async run(job: JobMessage, signal: AbortSignal): Promise<RunOutcome> {
+  async run(job: JobMessage, hooks: RunHooks): Promise<RunOutcome> {
+    const { signal } = hooks;
+    hooks.onStart?.();
     if (!isWorkflowName(job.workflow)) throw new JobInputError(`unknown workflow ${job.workflow}`);
     const plan = controlPlanFor(job.workflow, job.input);
     if (plan.kind === 'none') {

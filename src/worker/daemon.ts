@@ -5,22 +5,31 @@ import type { JsMsg } from '@nats-io/jetstream';
 import type { Queue } from '../queue/connection.ts';
 import { JobMessage, NSFW_ERROR, type StatusEventInput } from '../queue/schemas.ts';
 import { CONSUMERS, STREAMS, subjects } from '../queue/subjects.ts';
-import { JobInputError, type JobRunner } from './runner.ts';
+import { DeviceFaultError, JobInputError, type JobRunner, type RunOutcome } from './runner.ts';
 
 export interface WorkerDaemonOptions {
   queue: Queue;
   runner: JobRunner;
   logger: Logger;
-  concurrency: number;
+  /** Jobs held ready behind the one the device runs (WORKER_PREFETCH). */
+  prefetch: number;
+  /** Jobs in hand at most: on the device, waiting for it, and being finished (WORKER_CONCURRENCY). */
+  maxInHand: number;
   workerId?: string;
   /** Heartbeat interval; must be well inside the consumer's AckWait. */
   heartbeatMs: number;
+  /** The device failed: every job in hand has been handed back; the process should exit. */
+  onFatal?: (error: Error) => void;
 }
 
 export interface WorkerDaemon {
   readonly workerId: string;
-  /** True once pulling; false after stop() began. */
+  /** True while pulling; false after stop() or a fatal fault. */
   ready(): boolean;
+  /** Jobs in hand now. */
+  inHand(): number;
+  /** Stops pulling, hands back every job in hand, reports the fault (the device is gone). */
+  fatal(error: Error): Promise<void>;
   /** Stops pulling, lets jobs in hand finish, then resolves. */
   stop(): Promise<void>;
 }
@@ -28,17 +37,31 @@ export interface WorkerDaemon {
 const TRANSIENT_RETRY_MS = 5000;
 
 /**
- * Where a job goes: pulled one at a time per slot from the shared durable consumer,
- * announced (executing), run, its images put in the object store, the result announced
- * (executed | failed), and only then acked. A crash before the ack means redelivery;
- * the API applies events idempotently, so a rerun is invisible to the client.
+ * Where a job goes: pulled from the shared durable consumer, held (heartbeating) until the device
+ * takes it, announced (executing) when it does, run, its images put in the object store, the
+ * result announced (executed | failed), and only then acked. A crash before the ack means
+ * redelivery; the API applies events idempotently, so a rerun is invisible to the client.
+ *
+ * Pulling keeps the device busy: the next job is pulled while the current one still generates
+ * (WORKER_PREFETCH jobs ahead), and a job whose images are being finished on the CPU no longer
+ * counts against the device, so its scan check, repair, PNGs and uploads overlap the next
+ * generation. WORKER_CONCURRENCY bounds the jobs in hand altogether.
  */
 export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
   const { queue, runner } = options;
   const workerId = options.workerId ?? `${hostname()}-${process.pid}`;
   const logger = options.logger.child({ component: 'worker', workerId, runner: runner.name });
   const abort = new AbortController();
+  const deviceSlots = 1 + options.prefetch;
   let pulling = true;
+  let fatalError: Error | undefined;
+  /** Messages in hand, and whether each still needs the device. */
+  const held = new Map<JsMsg, { device: boolean; job: Promise<void> }>();
+  let wake: (() => void) | undefined;
+  const changed = (): void => {
+    wake?.();
+    wake = undefined;
+  };
 
   const publishEvent = async (event: StatusEventInput) => {
     await queue.js.publish(subjects.event(event.predictionId), JSON.stringify(event), {
@@ -58,18 +81,35 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
     const log = logger.child({ predictionId: job.id, workflow: job.workflow, delivery: msg.info.deliveryCount });
     const heartbeat = setInterval(() => msg.working(), options.heartbeatMs);
     const started = Date.now();
+    let executing: Promise<void> | undefined;
+    const announce = (): Promise<void> => (executing ??= publishEvent({ predictionId: job.id, status: 'executing', at: new Date().toISOString(), workerId }));
+    const releaseDevice = (): void => {
+      const h = held.get(msg);
+      if (h?.device) (h.device = false), changed();
+    };
     try {
-      await publishEvent({ predictionId: job.id, status: 'executing', at: new Date().toISOString(), workerId });
-      const outcome = await runner.run(job, abort.signal);
+      let outcome: RunOutcome;
+      try {
+        outcome = await runner.run(job, {
+          signal: abort.signal,
+          onStart: () => void announce().catch((err) => log.warn({ err }, 'executing event not published; it is sent again with the result')),
+          onDeviceDone: releaseDevice,
+        });
+      } finally {
+        releaseDevice();
+      }
+      await announce().catch(() => ((executing = undefined), announce()));
       if (outcome.kind === 'nsfw') {
         await publishEvent({ predictionId: job.id, status: 'failed', at: new Date().toISOString(), workerId, error: NSFW_ERROR, nsfw: true });
       } else {
-        const names: string[] = [];
-        for (const image of outcome.images) {
-          const name = `${randomBytes(16).toString('base64url')}.${image.extension}`;
-          await queue.images.putBlob({ name }, image.data);
-          names.push(name);
-        }
+        // Uploads in parallel: the object store takes each image in chunks of its own.
+        const names = await Promise.all(
+          outcome.images.map(async (image) => {
+            const name = `${randomBytes(16).toString('base64url')}.${image.extension}`;
+            await queue.images.putBlob({ name }, image.data);
+            return name;
+          }),
+        );
         await publishEvent({
           predictionId: job.id,
           status: 'executed',
@@ -83,18 +123,17 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
       msg.ack();
       log.info({ ms: Date.now() - started, outcome: outcome.kind }, 'job done');
     } catch (error) {
+      if (fatalError) return; // handed back by fatal()
       if (error instanceof JobInputError) {
-        await publishEvent({
-          predictionId: job.id,
-          status: 'failed',
-          at: new Date().toISOString(),
-          workerId,
-          error: { code: error.code, message: error.message },
-        });
+        await announce().catch(() => ((executing = undefined), announce()));
+        await publishEvent({ predictionId: job.id, status: 'failed', at: new Date().toISOString(), workerId, error: { code: error.code, message: error.message } });
         msg.ack();
         log.warn({ err: error }, 'job failed on its input');
+      } else if (error instanceof DeviceFaultError) {
+        log.fatal({ err: error }, 'device fault during a job; handing every job back and giving the device up');
+        await fatal(error);
       } else {
-        // Transient (NATS hiccup, device error): hand it back; MaxDeliver bounds the retries.
+        // Transient (NATS hiccup, a thread crash, a deadline): hand it back; MaxDeliver bounds the retries.
         log.error({ err: error }, 'job attempt failed; handing it back');
         msg.nak(TRANSIENT_RETRY_MS);
       }
@@ -103,13 +142,33 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
     }
   }
 
-  const slots = Array.from({ length: options.concurrency }, async () => {
+  /** Waits until the device has room for another job and the hand for another message. */
+  async function room(): Promise<void> {
+    const deviceBusy = (): number => [...held.values()].filter((h) => h.device).length;
+    while (pulling && (deviceBusy() >= deviceSlots || held.size >= options.maxInHand)) {
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+  }
+
+  const loop = (async () => {
     while (pulling) {
       try {
         const consumer = await queue.js.consumers.get(STREAMS.jobs, CONSUMERS.workers);
         while (pulling) {
+          await room();
+          if (!pulling) break;
           const msg = await consumer.next({ expires: 2000 });
-          if (msg) await handleJob(msg);
+          if (!msg) continue;
+          if (!pulling) {
+            msg.nak();
+            break;
+          }
+          const entry = { device: true, job: Promise.resolve() };
+          held.set(msg, entry);
+          entry.job = handleJob(msg).finally(() => {
+            held.delete(msg);
+            changed();
+          });
         }
       } catch (error) {
         if (!pulling) break;
@@ -117,15 +176,31 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
         await new Promise((resolve) => setTimeout(resolve, 1000));
       }
     }
-  });
-  logger.info({ concurrency: options.concurrency }, 'worker pulling jobs');
+  })();
+  logger.info({ prefetch: options.prefetch, maxInHand: options.maxInHand }, 'worker pulling jobs');
+
+  async function fatal(error: Error): Promise<void> {
+    if (fatalError) return;
+    fatalError = error;
+    pulling = false;
+    changed();
+    // Every job in hand goes back at once, so other workers take them now rather than after AckWait.
+    for (const msg of held.keys()) msg.nak();
+    abort.abort(error);
+    await queue.nc.flush().catch(() => undefined);
+    options.onFatal?.(error);
+  }
 
   return {
     workerId,
-    ready: () => pulling && !queue.nc.isClosed(),
+    ready: () => pulling && !fatalError && !queue.nc.isClosed(),
+    inHand: () => held.size,
+    fatal,
     async stop() {
       pulling = false;
-      await Promise.all(slots);
+      changed();
+      await loop;
+      await Promise.all([...held.values()].map((h) => h.job));
       abort.abort();
     },
   };

@@ -12,34 +12,41 @@
  *                   and at the request's qrRepair level the module repair (qr/guarantee.ts);
  *                   the verdict is on the image delivered
  *   files           PNG
+ *   deadline        JOB_TIMEOUT_MS from the moment the thread starts the job (deadline.ts)
  * Outpainting jobs go to outpaint-job.ts.
- * The scan check and PNG encoding of each image start as soon as the thread hands the image
- * over, so they overlap the rest of the batch and the NSFW check instead of following them.
+ * The scan check, repair and PNG encoding of each image run on the finishing pool's threads as
+ * soon as the inference thread hands the image over, so they overlap the rest of the batch, the
+ * NSFW check and the next job's generation instead of following them.
  */
 import type { Logger } from 'pino';
-import { encodePng } from '../image/decode.ts';
 import type { RawImage } from '../image/raw.ts';
 import type { ImageFetchLimits } from '../image/fetch.ts';
 import type { OutboundPolicy } from '../net/safe-url.ts';
 import { resolveWorkflow, type ManifestData } from '../pipeline/manifest.ts';
-import { ensureScannable } from '../qr/guarantee.ts';
 import type { JobMessage } from '../queue/schemas.ts';
 import { catalogue, isWorkflowName, type V5Model } from '../workflows/catalogue.ts';
 import { controlPlanFor, repairModeFor } from '../workflows/control.ts';
 import type { QrWorkflowName } from '../workflows/names.ts';
 import type { PresetName } from '../workflows/presets.ts';
 import { jobControlImage } from './control-image-runner.ts';
+import { deadlineFor, withDeadline, type DeadlineSettings } from './deadline.ts';
+import type { FinishPool, FinishResult } from './finish-pool.ts';
+import type { InferenceClient, ProgressListener } from './inference-client.ts';
+import type { InferencePlan, InferenceResult } from './inference-protocol.ts';
 import { runOutpaintJob } from './outpaint-job.ts';
-import { asJobError, type InferenceClient, type InferencePlan, type InferenceResult, type ProgressListener } from './inference-client.ts';
-import { JobInputError, type JobRunner, type RenderedImage, type RunOutcome } from './runner.ts';
+import { asJobError, JobInputError, type JobRunner, type RenderedImage, type RunHooks, type RunOutcome } from './runner.ts';
 
 export interface DiffusionRunnerOptions {
   /** A started client (its manifest gives the defaults). */
   readonly inference: InferenceClient;
+  /** Where scan check, repair and PNG encoding run. */
+  readonly finishing: FinishPool;
   readonly logger: Logger;
   /** Outbound rules and limits for qrImage fetches (v1-v3b). */
   readonly policy: OutboundPolicy;
   readonly fetchLimits?: Partial<ImageFetchLimits>;
+  /** Per-job deadline (JOB_TIMEOUT_MS, or derived from steps and size). */
+  readonly deadline?: DeadlineSettings;
 }
 
 /** The generation settings of a job: everything of InferencePlan but the control image and size. */
@@ -54,6 +61,9 @@ export interface DetailedRun {
   readonly width: number;
   readonly height: number;
 }
+
+/** runDetailed's options: the daemon's hooks, all optional (the CLI and the bench run jobs directly). */
+export type DetailedOptions = Partial<RunHooks> & { readonly onProgress?: ProgressListener };
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
@@ -111,13 +121,12 @@ export class DiffusionRunner implements JobRunner {
 
   constructor(private readonly options: DiffusionRunnerOptions) {}
 
-  async run(job: JobMessage, signal: AbortSignal): Promise<RunOutcome> {
-    return (await this.runDetailed(job, { signal })).outcome;
+  async run(job: JobMessage, hooks: RunHooks): Promise<RunOutcome> {
+    return (await this.runDetailed(job, hooks)).outcome;
   }
 
   /** run() with stage timings and a per-step progress callback (the CLI draws its bar from it). */
-  async runDetailed(job: JobMessage, options: { signal?: AbortSignal; onProgress?: ProgressListener } = {}): Promise<DetailedRun> {
-    const { signal } = options;
+  async runDetailed(job: JobMessage, options: DetailedOptions = {}): Promise<DetailedRun> {
     const t0 = performance.now();
     const timings: Record<string, number> = {};
     const log = this.options.logger.child({ predictionId: job.id, workflow: job.workflow });
@@ -127,43 +136,44 @@ export class DiffusionRunner implements JobRunner {
     if (plan.kind === 'none') throw new JobInputError(`${job.workflow} has no control image`, 'workflow_unavailable');
     const settings = settingsFor(this.options.inference.manifest, job.workflow, job.input, job.imageCount);
 
+    const signal = options.signal ?? new AbortController().signal;
     const fetchOptions = { policy: this.options.policy, ...(this.options.fetchLimits ? { fetchLimits: this.options.fetchLimits } : {}) };
-    const { image: control, expected, codeSide, geometry } = await jobControlImage(plan, fetchOptions, signal ?? new AbortController().signal);
-    const repairMode = repairModeFor(job.workflow, job.input);
+    const { image: control, expected, codeSide, geometry } = await jobControlImage(plan, fetchOptions, signal);
+    const scan = { expected, geometry, mode: repairModeFor(job.workflow, job.input), codeSide };
     timings.qr_render = performance.now() - t0;
     const { width, height } = plan.canvas;
+    const inferencePlan: InferencePlan = { ...settings, control, width, height };
 
-    // Each image is scan-checked (main thread) and PNG-encoded (libuv pool) as soon as the
-    // thread hands it over, while the thread goes on with the next image and the NSFW check.
-    const finishing: Promise<FinishedImage>[] = [];
-    const finish = async (image: RawImage): Promise<FinishedImage> => {
-      // The PNG of the generated image is made meanwhile; it is the one delivered unless repaired.
-      const [check, png] = await Promise.all([timed(() => ensureScannable(image, expected, geometry, repairMode, { codeSide })), timed(() => encodePng(image))]);
-      const { repaired, changedModules } = check.value;
-      const again = repaired ? await timed(() => encodePng(check.value.image)) : undefined;
-      return { scannable: check.value.scannable, repaired, changedModules, data: again?.value ?? png.value, scanMs: check.ms, pngMs: png.ms + (again?.ms ?? 0) };
-    };
+    // Each image goes to the finishing pool (scan check, repair, PNG) as soon as the thread
+    // hands it over, while the thread goes on with the next image, the NSFW check, the next job.
+    const finishing: Promise<FinishResult>[] = [];
+    const finish = (image: RawImage): Promise<FinishResult> => this.options.finishing.finish(image, scan);
+    const deadline = withDeadline(signal, deadlineFor(inferencePlan, this.nativeSize(settings), this.options.deadline));
     const i0 = performance.now();
     let result: InferenceResult;
     try {
-      result = await this.options.inference.run(
-        { ...settings, control, width, height },
-        {
-          ...(signal ? { signal } : {}),
-          onProgress: (step, total) => {
-            log.debug({ step, total }, 'generation step');
-            options.onProgress?.(step, total);
-          },
-          onImage: (index, image) => {
-            finishing[index] = finish(image);
-            // Observed below; an NSFW or failed run may never await it.
-            finishing[index].catch(() => undefined);
-          },
+      result = await this.options.inference.run(inferencePlan, {
+        signal: deadline.signal,
+        onStart: () => {
+          deadline.start();
+          options.onStart?.();
         },
-      );
+        onProgress: (step, total) => {
+          log.debug({ step, total }, 'generation step');
+          options.onProgress?.(step, total);
+        },
+        onImage: (index, image) => {
+          finishing[index] = finish(image);
+          // Observed below; an NSFW or failed run may never await it.
+          finishing[index].catch(() => undefined);
+        },
+      });
     } catch (error) {
-      throw asJobError(error);
+      throw deadline.explain(asJobError(error));
+    } finally {
+      deadline.clear();
     }
+    options.onDeviceDone?.();
     Object.assign(timings, result.timings);
     // The whole round trip to the thread (waiting behind another job included).
     timings.inference = performance.now() - i0;
@@ -182,29 +192,18 @@ export class DiffusionRunner implements JobRunner {
     timings.scan = finished.reduce((sum, f) => sum + f.scanMs, 0);
     timings.png = finished.reduce((sum, f) => sum + f.pngMs, 0);
     timings.total = performance.now() - t0;
-    const images: RenderedImage[] = finished.map((f) => ({ data: f.data, extension: 'png', isScannable: f.scannable }));
-    const repair = { mode: repairMode, repaired: finished.filter((f) => f.repaired).length, changedModules: finished.reduce((n, f) => n + f.changedModules, 0) };
+    const images: RenderedImage[] = finished.map((f) => ({ data: new Uint8Array(f.png), extension: 'png', isScannable: f.scannable! }));
+    const repair = { mode: scan.mode, repaired: finished.filter((f) => f.repaired).length, changedModules: finished.reduce((n, f) => n + f.changedModules, 0) };
     this.repairTotals.images += finished.length;
     this.repairTotals.repaired += repair.repaired;
     this.repairTotals.changedModules += repair.changedModules;
     log.info({ isScanables: images.map((im) => im.isScannable), repair, repairTotals: this.repairTotals, ms: roundAll(timings) }, 'generation done');
     return { outcome: { kind: 'images', images }, timings, seed: settings.seed, width, height };
   }
-}
 
-interface FinishedImage {
-  readonly scannable: boolean;
-  readonly repaired: boolean;
-  readonly changedModules: number;
-  readonly data: Buffer;
-  readonly scanMs: number;
-  readonly pngMs: number;
-}
-
-async function timed<T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }> {
-  const t0 = performance.now();
-  const value = await fn();
-  return { value, ms: performance.now() - t0 };
+  private nativeSize(settings: JobSettings): number {
+    return resolveWorkflow(this.options.inference.manifest, settings.workflow, settings.v5Model).model.nativeSize;
+  }
 }
 
 function roundAll(timings: Record<string, number>): Record<string, number> {

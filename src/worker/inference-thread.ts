@@ -6,7 +6,9 @@
  * flags and stage timings.
  *
  * Aborts and the fault drill arrive through a shared Int32Array read at every step boundary:
- * session.run() blocks this thread, so a message would only be seen after the generation.
+ * session.run() blocks this thread, so a message would only be seen after the generation. A
+ * failed run is reported with what its error says about the device (providers.ts): the client
+ * side decides whether the job is retried, failed, or the device is given up.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { pino, type Logger } from 'pino';
@@ -14,11 +16,14 @@ import type { RawImage } from '../image/raw.ts';
 import { enhanceFaces, faceSteps } from '../pipeline/face-pass.ts';
 import { loadManifest } from '../pipeline/manifest.ts';
 import { detectNsfw } from '../pipeline/nsfw.ts';
+import { installFaults, parseFaultSpec } from '../pipeline/fault-injection.ts';
+import { classifyRunError } from '../pipeline/providers.ts';
 import { createSessions, type PipelineSessions } from '../pipeline/sessions.ts';
 import { outpaint } from '../pipeline/outpaint.ts';
 import { generate, type Txt2ImgRequest } from '../pipeline/txt2img.ts';
+import { warmUp } from '../pipeline/warm-up.ts';
 import {
-  ABORT_WORD,
+  abortWord,
   CRASH_WORD,
   DRILL_EXIT_CODE,
   fromWire,
@@ -29,7 +34,7 @@ import {
   type OutpaintPlan,
   type ThreadData,
   type ToThread,
-} from './inference-client.ts';
+} from './inference-protocol.ts';
 
 /** What serve() talks through: the port to the client, the shared control words, the log. */
 interface Link {
@@ -61,8 +66,10 @@ async function serve(link: Link, msg: ToThread, handle: (job: Job) => Promise<Om
   const { post, control, logger } = link;
   const { seq } = msg;
   const controller = new AbortController();
+  const word = abortWord(seq);
   // Aborted while it waited in the queue.
-  if (Atomics.load(control, ABORT_WORD) === seq) return post({ type: 'aborted', seq });
+  if (Atomics.load(control, word) === seq) return post({ type: 'aborted', seq });
+  post({ type: 'started', seq });
   const job: Job = {
     seq,
     logger,
@@ -70,7 +77,7 @@ async function serve(link: Link, msg: ToThread, handle: (job: Job) => Promise<Om
     step: (done, total) => {
       post({ type: 'progress', seq, step: done, total });
       if (Atomics.load(control, CRASH_WORD) === 1) process.exit(DRILL_EXIT_CODE);
-      if (Atomics.load(control, ABORT_WORD) === seq) controller.abort(new Aborted('aborted'));
+      if (Atomics.load(control, word) === seq) controller.abort(new Aborted('aborted'));
     },
     image: (index, image) => {
       const { wire, transfer } = toWire({ ...image, data: image.data.slice() });
@@ -81,7 +88,11 @@ async function serve(link: Link, msg: ToThread, handle: (job: Job) => Promise<Om
     post({ type: 'result', seq, ...(await handle(job)) });
   } catch (err) {
     if (controller.signal.aborted) post({ type: 'aborted', seq });
-    else post({ type: 'failed', seq, name: (err as Error).name ?? 'Error', message: (err as Error).message ?? String(err) });
+    else {
+      const message = (err as Error).message ?? String(err);
+      const fault = classifyRunError(message);
+      post({ type: 'failed', seq, name: (err as Error).name ?? 'Error', message, ...(fault ? { fault } : {}) });
+    }
   }
 }
 
@@ -150,8 +161,12 @@ async function main(port: MessagePort, data: ThreadData): Promise<void> {
       executionProvider: data.executionProvider,
       logger,
       ...(data.intraOpThreads !== undefined ? { intraOpThreads: data.intraOpThreads } : {}),
-      warmUp: data.warmUp,
     });
+    if (data.warmUp !== false) await warmUp(sessions, data.warmUp, logger);
+    if (data.faultInjection) {
+      installFaults(parseFaultSpec(data.faultInjection));
+      logger.warn({ rules: data.faultInjection }, 'fault injection is on (QR_ART_FAULT_INJECTION): runs will fail on purpose');
+    }
   } catch (err) {
     post({ type: 'init-error', name: (err as Error).name, message: (err as Error).message });
     return;

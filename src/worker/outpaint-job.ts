@@ -11,21 +11,26 @@
  * An image that cannot be fetched or decoded fails the prediction as `invalid_image` (refunded).
  */
 import type { Logger } from 'pino';
-import { decodeImage, encodePng, isImageDecodeError, resizeImage } from '../image/decode.ts';
+import { decodeImage, isImageDecodeError, resizeImage } from '../image/decode.ts';
 import { DEFAULT_IMAGE_FETCH_LIMITS, fetchImage, isImageFetchError, type ImageFetchLimits } from '../image/fetch.ts';
 import type { RawImage } from '../image/raw.ts';
 import type { OutboundPolicy } from '../net/safe-url.ts';
 import type { JobMessage } from '../queue/schemas.ts';
 import { OUTPAINTING_TYPES, type OutpaintingType } from '../workflows/catalogue.ts';
-import { asJobError, type InferenceClient, type OutpaintPlan, type ProgressListener } from './inference-client.ts';
-import { JobInputError, type RunOutcome } from './runner.ts';
+import { resolveOutpainting } from '../pipeline/manifest.ts';
+import { deadlineFor, withDeadline, type DeadlineSettings } from './deadline.ts';
+import type { FinishPool, FinishResult } from './finish-pool.ts';
+import type { InferenceClient, ProgressListener } from './inference-client.ts';
+import type { OutpaintPlan } from './inference-protocol.ts';
+import { asJobError, JobInputError, type RunHooks, type RunOutcome } from './runner.ts';
 
-export interface OutpaintJobOptions {
+export interface OutpaintJobOptions extends Partial<RunHooks> {
   readonly inference: InferenceClient;
+  readonly finishing: FinishPool;
   readonly logger: Logger;
   readonly policy: OutboundPolicy;
   readonly fetchLimits?: Partial<ImageFetchLimits>;
-  readonly signal?: AbortSignal;
+  readonly deadline?: DeadlineSettings;
   readonly onProgress?: ProgressListener;
 }
 
@@ -82,27 +87,35 @@ export async function runOutpaintJob(job: JobMessage, options: OutpaintJobOption
   timings.fetch = performance.now() - t0;
 
   const i0 = performance.now();
-  let png: Promise<Buffer> | undefined;
+  let png: Promise<FinishResult> | undefined;
   let result;
+  const deadline = withDeadline(options.signal ?? new AbortController().signal, outpaintDeadline(options, plan.type));
   try {
     result = await options.inference.outpaint(
       { ...plan, image },
       {
-        ...(options.signal ? { signal: options.signal } : {}),
+        signal: deadline.signal,
+        onStart: () => {
+          deadline.start();
+          options.onStart?.();
+        },
         onProgress: (step, total) => {
           log.debug({ step, total }, 'outpainting step');
           options.onProgress?.(step, total);
         },
         // Encoding starts as soon as the image exists; an NSFW verdict discards it.
         onImage: (_, out) => {
-          png = encodePng(out);
+          png = options.finishing.finish(out);
           png.catch(() => undefined);
         },
       },
     );
   } catch (error) {
-    throw asJobError(error);
+    throw deadline.explain(asJobError(error));
+  } finally {
+    deadline.clear();
   }
+  options.onDeviceDone?.();
   Object.assign(timings, result.timings);
   timings.inference = performance.now() - i0;
   delete timings.total;
@@ -114,7 +127,7 @@ export async function runOutpaintJob(job: JobMessage, options: OutpaintJobOption
     return { outcome: { kind: 'nsfw' }, timings, seed: plan.seed, ...size };
   }
   const p0 = performance.now();
-  const data = await (png ?? encodePng(out!));
+  const data = new Uint8Array((await (png ?? options.finishing.finish(out!))).png);
   timings.png_wait = performance.now() - p0;
   timings.total = performance.now() - t0;
   log.info({ ...size, caption: result.caption, ms: Math.round(timings.total) }, 'outpainting done');
@@ -124,4 +137,11 @@ export async function runOutpaintJob(job: JobMessage, options: OutpaintJobOption
     seed: plan.seed,
     ...size,
   };
+}
+
+/** The deadline of an outpainting: its denoising steps (all passes of multi_shots) at the native area. */
+function outpaintDeadline(options: OutpaintJobOptions, type: OutpaintingType): number {
+  const { settings, model } = resolveOutpainting(options.inference.manifest);
+  const steps = type === 'multi_shots' ? settings.multiShots.steps * settings.multiShots.maxPasses : settings.steps;
+  return deadlineFor({ steps, batchSize: 1, width: model.nativeSize, height: model.nativeSize }, model.nativeSize, options.deadline);
 }

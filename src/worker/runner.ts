@@ -1,4 +1,5 @@
 import type { JobMessage } from '../queue/schemas.ts';
+import { InferenceRunError } from './inference-protocol.ts';
 
 /** One output image, encoded, with the scan verdict against the expected QR content (QR workflows only). */
 export interface RenderedImage {
@@ -13,13 +14,22 @@ export type RunOutcome =
   | { kind: 'images'; images: RenderedImage[]; caption?: string }
   | { kind: 'nsfw' };
 
+/** How a run tells the daemon where it is, and how the daemon stops it. */
+export interface RunHooks {
+  readonly signal: AbortSignal;
+  /** The device began the job: the daemon publishes `executing`. */
+  readonly onStart?: () => void;
+  /** The device is done with the job (what is left runs on the CPU): the daemon may send it the next one. */
+  readonly onDeviceDone?: () => void;
+}
+
 /** What the daemon needs from a generation pipeline: a job in, images (or an NSFW verdict) out. */
 export interface JobRunner {
   readonly name: string;
-  run(job: JobMessage, signal: AbortSignal): Promise<RunOutcome>;
+  run(job: JobMessage, hooks: RunHooks): Promise<RunOutcome>;
 }
 
-/** The input cannot be processed, whatever the retries: fail the prediction (refunded). */
+/** The input cannot be processed, whatever the retries: fail the prediction (refunded). out_of_memory: it does not fit the device. */
 export class JobInputError extends Error {
   constructor(
     message: string,
@@ -27,4 +37,29 @@ export class JobInputError extends Error {
   ) {
     super(message);
   }
+}
+
+/** The device failed under the job (a CUDA error, a lost device): hand the job back and let the process exit. */
+export class DeviceFaultError extends Error {
+  override readonly name = 'DeviceFaultError';
+}
+
+/** The job ran past its deadline (JOB_TIMEOUT_MS): it is handed back, and fails with a refund after MaxDeliver. */
+export class JobDeadlineError extends Error {
+  override readonly name = 'JobDeadlineError';
+}
+
+/**
+ * What an inference failure means for the job: the pipeline's own range checks (RangeError) and
+ * an out-of-memory fail it (refunded: retrying cannot help), a device fault is the device's, and
+ * anything else is handed back for another attempt.
+ */
+export function asJobError(error: unknown): unknown {
+  if (!(error instanceof InferenceRunError)) return error;
+  if (error.fault === 'out_of_memory') {
+    return new JobInputError(`the generation does not fit in the device's memory (${error.message}); try a smaller resolution or batchSize`, 'out_of_memory');
+  }
+  if (error.fault === 'device') return new DeviceFaultError(error.message);
+  if (error.causeName === 'RangeError') return new JobInputError(error.message);
+  return error;
 }

@@ -28,7 +28,7 @@ describe('qr-art generate', () => {
     for (const file of ['42-0.png', '42-1.png']) expect(await sharp(path.join(out, file)).metadata()).toMatchObject({ format: 'png', width: 768, height: 768 });
     expect(result.out).toContain(`${path.join(out, '42-1.png')}  768x768  seed 43  scannable: yes`);
     expect(result.out).toMatch(/isScanables: \[true,true\]/);
-    expect(result.out).toMatch(/timings \(ms, cpu\): qr_render \d+, .*controlnet \d+, unet \d+, .*scan \d+, png \d+, total \d+/);
+    expect(result.out).toMatch(/timings \(ms, cpu\): qr_render \d+, .*denoiser \d+, .*scan \d+, png \d+, total \d+/);
     // Not a terminal here: one plain progress line per step.
     expect(result.err).toContain('step 1/10');
     expect(result.err).toContain('step 10/10');
@@ -65,7 +65,7 @@ describe('qr-art generate', () => {
 
     const machine = await run(['--prompt', 'x', '--qr-content', 'y', '--provider', 'tpu', '--device-id=x', '--workflow', 'generate_qr_art_v4', '--cfg', '3']);
     expect(machine.code).toBe(2);
-    expect(machine.err).toContain('--provider must be cpu or cuda');
+    expect(machine.err).toContain('--provider must be one of cpu, cuda, cuda,cpu, webgpu, webgpu,cpu');
     expect(machine.err).toContain("--device-id must be an integer >= 0, got 'x'");
     expect(machine.err).toContain('--cfg: generate_qr_art_v4 does not take cfg');
 

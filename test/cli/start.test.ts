@@ -32,7 +32,7 @@ describe('qr-art start', () => {
         const response = await fetch(`${base}/readyz`).catch(() => null);
         return response?.ok ? ((await response.json()) as { checks: Record<string, boolean> }) : undefined;
       }, 45_000, 250);
-      expect(ready.checks).toEqual({ database: true, nats: true, worker: true });
+      expect(ready.checks).toEqual({ database: true, nats: true, worker: true, inference: true });
 
       const created = await fetch(`${base}/v1/predictions/queue`, {
         method: 'POST',

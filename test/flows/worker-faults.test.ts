@@ -8,6 +8,7 @@ import { isPulling, startFaultStack, waitForStatus, type FaultStack, type Worker
 import { sleep, startWebhookReceiver, type WebhookReceiver } from '../helpers/flows.ts';
 import { dedupeWebhooks, fetchOutputImage, parseWebhooks, statusEventsOf } from '../helpers/outputs.ts';
 import { waitFor } from '../helpers/service.ts';
+import { writeManifestVariant, type ManifestJson } from '../../scripts/demo-models/manifest-variants.ts';
 
 /**
  * Issue 4's fault drills, through the real stack: the API in this process, a real nats-server
@@ -206,39 +207,28 @@ describe('worker faults (real nats-server, worker child processes, diffusion on 
   }, 420_000);
 
   describe('a worker started with an invalid model manifest', () => {
-    /** The package's manifest copied elsewhere with its graph paths made absolute, then changed by `edit`. */
-    async function manifestVariant(name: string, edit: (manifest: any) => void): Promise<string> {
-      const manifest = JSON.parse(await readFile(path.join(MODELS_DIR, 'manifest.json'), 'utf8'));
-      for (const model of Object.values<any>(manifest.models)) {
-        model.tokenizer = path.join(MODELS_DIR, model.tokenizer);
-        for (const graph of Object.values<any>(model.graphs)) graph.path = path.join(MODELS_DIR, graph.path);
-      }
-      edit(manifest);
-      const file = path.join(tmp, `${name}.json`);
-      await writeFile(file, JSON.stringify(manifest, null, 2));
-      return file;
-    }
+    const manifestVariant = (name: string, edit: (manifest: ManifestJson) => void): Promise<string> => writeManifestVariant(tmp, name, edit);
 
     it('exits non-zero at start naming the file and the problem, and the queued prediction waits for a good worker', async () => {
       const before = await balanceOf(stack.api.db, USER);
       const created = await create({ workflow: 'generate_qr_art_v5s', prompt: 'a paper boat', qrContent: 'https://example.com/faults/manifest', steps: 4, seed: 9 });
 
-      const missingFile = path.join(tmp, 'weights', 'unet', 'model.onnx');
-      const missing = await manifestVariant('missing-unet', (m) => (m.models['demo-sd15'].graphs.unet.path = missingFile));
-      const vaeAsUnet = path.join(MODELS_DIR, 'demo', 'vae_decoder', 'model.onnx');
-      // A real ONNX graph, but the VAE decoder's: its inputs do not fit the unet role.
-      const swapped = await manifestVariant('vae-as-unet', (m) => (m.models['demo-sd15'].graphs.unet.path = vaeAsUnet));
+      const missingFile = path.join(tmp, 'weights', 'denoiser', 'model.onnx');
+      const missing = await manifestVariant('missing-denoiser', (m) => (m.models['demo-sd15'].graphs.denoiser.path = missingFile));
+      const vaeAsDenoiser = path.join(MODELS_DIR, 'demo', 'vae_decoder', 'model.onnx');
+      // A real ONNX graph, but the VAE decoder's: its inputs do not fit the denoiser role.
+      const swapped = await manifestVariant('vae-as-denoiser', (m) => (m.models['demo-sd15'].graphs.denoiser.path = vaeAsDenoiser));
       // Copy of a real graph under another name: the message must name the file the manifest names.
       const renamed = path.join(tmp, 'renamed-vae.onnx');
-      await copyFile(vaeAsUnet, renamed);
-      const renamedManifest = await manifestVariant('renamed-vae-as-unet', (m) => (m.models['demo-sd15'].graphs.unet.path = renamed));
+      await copyFile(vaeAsDenoiser, renamed);
+      const renamedManifest = await manifestVariant('renamed-vae-as-denoiser', (m) => (m.models['demo-sd15'].graphs.denoiser.path = renamed));
 
       // Messages show a path relative to the working directory when it is inside it (the worker runs in this one).
       const shown = (file: string) => (file.startsWith(`${process.cwd()}${path.sep}`) ? path.relative(process.cwd(), file) : file);
       const cases = [
         { manifest: missing, says: [`${shown(missingFile)}: file not found (named in ${shown(missing)})`] },
-        { manifest: swapped, says: [`${shown(vaeAsUnet)}: the unet role needs an input 'sample' but the graph's inputs are 'latent_sample'`] },
-        { manifest: renamedManifest, says: [`${shown(renamed)}: the unet role needs an input 'sample'`] },
+        { manifest: swapped, says: [`${shown(vaeAsDenoiser)}: the denoiser role needs an input 'sample' but the graph's inputs are 'latent_sample'`] },
+        { manifest: renamedManifest, says: [`${shown(renamed)}: the denoiser role needs an input 'sample'`] },
       ];
       for (const { manifest, says } of cases) {
         const bad = worker(`worker-bad-${path.basename(manifest, '.json')}`, { MODELS_MANIFEST: manifest });

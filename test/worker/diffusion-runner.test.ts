@@ -15,8 +15,10 @@ import { placementFor, renderControlImage } from '../../src/qr/control-image.ts'
 import type { JobMessage } from '../../src/queue/schemas.ts';
 import { DiffusionRunner, settingsFor } from '../../src/worker/diffusion-runner.ts';
 import { faceSquare } from '../../src/pipeline/face-pass.ts';
-import { DEFAULT_MANIFEST_PATH, InferenceClient, InferenceCrashError, InferenceRunError, type InferencePlan } from '../../src/worker/inference-client.ts';
-import { JobInputError, type RenderedImage, type RunOutcome } from '../../src/worker/runner.ts';
+import { DEFAULT_MANIFEST_PATH, InferenceClient } from '../../src/worker/inference-client.ts';
+import { InferenceCrashError, InferenceRunError, type InferencePlan } from '../../src/worker/inference-protocol.ts';
+import { JobInputError, type RenderedImage, type RunHooks, type RunOutcome } from '../../src/worker/runner.ts';
+import { FinishPool } from '../../src/worker/finish-pool.ts';
 import { parseCreateBody } from '../../src/workflows/validate.ts';
 import { opencvDecode, zbarDecode } from '../helpers/independent-decoders.ts';
 
@@ -24,6 +26,7 @@ const CONTENT = 'https://example.com/koi';
 
 let client: InferenceClient;
 let runner: DiffusionRunner;
+let finishing: FinishPool;
 
 beforeAll(async () => {
   client = await InferenceClient.start({
@@ -32,10 +35,12 @@ beforeAll(async () => {
     logger: pino({ level: 'silent' }),
     intraOpThreads: 1,
   });
-  runner = new DiffusionRunner({ inference: client, logger: pino({ level: 'silent' }), policy: { allowPrivate: true } });
+  finishing = new FinishPool(1);
+  runner = new DiffusionRunner({ inference: client, finishing, logger: pino({ level: 'silent' }), policy: { allowPrivate: true } });
 });
 
 afterAll(async () => {
+  await finishing?.close();
   await client?.close();
 });
 
@@ -80,7 +85,7 @@ async function refereeReads(png: Uint8Array, expected: string): Promise<boolean>
   return false;
 }
 
-const signal = (): AbortSignal => new AbortController().signal;
+const signal = (): RunHooks => ({ signal: new AbortController().signal });
 
 describe('DiffusionRunner on the demo models', () => {
   let first: RenderedImage[];

@@ -1,0 +1,55 @@
+/**
+ * What runs on the finishing pool's threads (finish-pool.ts): the CPU tail of an image, after
+ * the inference thread hands it over. QR images get ensureScannable (scan check and, at the
+ * request's qrRepair level, the module repair) and a PNG of the image delivered; other images
+ * (outpainting) just the PNG.
+ */
+import { encodePng } from '../image/decode.ts';
+import { ensureScannable, type QrGeometry, type RepairMode } from '../qr/guarantee.ts';
+import { fromWire, type WireImage } from './inference-protocol.ts';
+
+/** How to check an image for its code. */
+export interface ScanTask {
+  readonly expected: string;
+  readonly geometry: QrGeometry | undefined;
+  readonly mode: RepairMode;
+  readonly codeSide: number;
+}
+
+export interface FinishTask {
+  readonly image: WireImage;
+  /** Absent: encode only (outputs without a code). */
+  readonly scan?: ScanTask;
+}
+
+export interface FinishResult {
+  readonly png: ArrayBuffer;
+  /** The scan verdict on the delivered image (absent without `scan`). */
+  readonly scannable?: boolean;
+  readonly repaired: boolean;
+  readonly changedModules: number;
+  readonly scanMs: number;
+  readonly pngMs: number;
+}
+
+export default async function finish(task: FinishTask): Promise<FinishResult> {
+  const image = fromWire(task.image);
+  const t0 = performance.now();
+  if (!task.scan) {
+    const png = await encodePng(image);
+    return { png: ownBuffer(png), repaired: false, changedModules: 0, scanMs: 0, pngMs: performance.now() - t0 };
+  }
+  const { expected, geometry, mode, codeSide } = task.scan;
+  const checked = await ensureScannable(image, expected, geometry, mode, { codeSide });
+  const scanMs = performance.now() - t0;
+  const p0 = performance.now();
+  const png = await encodePng(checked.image);
+  return { png: ownBuffer(png), scannable: checked.scannable, repaired: checked.repaired, changedModules: checked.changedModules, scanMs, pngMs: performance.now() - p0 };
+}
+
+/** The PNG's bytes in an ArrayBuffer of their own (a Buffer may be a view into a shared pool). */
+function ownBuffer(png: Buffer): ArrayBuffer {
+  const own = new Uint8Array(png.length);
+  own.set(png);
+  return own.buffer;
+}
