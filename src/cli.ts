@@ -83,7 +83,7 @@ async function serve(config: Config): Promise<number> {
 async function worker(config: Config): Promise<number> {
   const logger = createLogger(config.LOG_LEVEL, 'worker');
   const service = await startWorkerService({ config, natsUrl: requireNatsUrl(config), logger });
-  void service.fatal.then((error) => exitOnDeviceFault(logger, error, [() => service.stop()]));
+  void service.fatal.then((error) => exitOnDeviceFault(logger, error, [() => service.stop()], config.JOB_ABORT_GRACE_MS));
   return untilSignal(logger, [() => service.stop()]);
 }
 
@@ -105,7 +105,7 @@ async function start(config: Config): Promise<number> {
   });
   logger.info({ address: api.address, docs: `${api.address}/docs` }, 'qr-art is up');
   const stoppers = [() => api.stop(), () => workerService.stop(), async () => nats?.stop()];
-  void workerService.fatal.then((error) => exitOnDeviceFault(logger, error, stoppers));
+  void workerService.fatal.then((error) => exitOnDeviceFault(logger, error, stoppers, config.JOB_ABORT_GRACE_MS));
   return untilSignal(logger, stoppers);
 }
 
@@ -118,13 +118,13 @@ export const DEVICE_FAULT_EXIT_CODE = 3;
  * in native code keeps even process.exit() from finishing, so past a grace period the process
  * kills itself.
  */
-async function exitOnDeviceFault(logger: Logger, error: Error, stoppers: (() => Promise<unknown>)[]): Promise<never> {
+async function exitOnDeviceFault(logger: Logger, error: Error, stoppers: (() => Promise<unknown>)[], graceMs: number): Promise<never> {
   logger.fatal({ err: error }, 'giving the device up: every job in hand was handed back; exiting');
   const stopped = (async () => {
     for (const stop of stoppers) await stop().catch((err) => logger.error({ err }, 'error during shutdown'));
     return true;
   })();
-  const done = await Promise.race([stopped, new Promise<false>((resolve) => setTimeout(() => resolve(false), 10_000).unref())]);
+  const done = await Promise.race([stopped, new Promise<false>((resolve) => setTimeout(() => resolve(false), graceMs).unref())]);
   if (!done) {
     logger.fatal('shutdown did not finish (a thread is stuck in native code); killing the process');
     process.kill(process.pid, 'SIGKILL');

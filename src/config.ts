@@ -43,6 +43,8 @@ export const ConfigSchema = z.object({
   FINISH_THREADS: z.coerce.number().int().min(1).max(64).optional(),
   /** A job's deadline once the device starts it; unset = derived from its steps and size (worker/deadline.ts). */
   JOB_TIMEOUT_MS: milliseconds.optional(),
+  /** How long an aborted or timed-out run may take to stop before its thread is terminated (and a thread to end after that, before the worker gives up). */
+  JOB_ABORT_GRACE_MS: milliseconds.default(15_000),
   /** Sizes the worker runs its graphs at before pulling: 'native' (each model's native square), 'off', or WxH,WxH (output sizes). */
   WARMUP_SIZES: z
     .string()

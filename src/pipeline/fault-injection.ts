@@ -7,12 +7,16 @@
  *   kind   := device   CUDA's illegal-address failure, from the n-th run on (a broken device stays broken)
  *           | oom      BFCArena's allocation failure, that run only
  *           | hang     the run blocks until the thread is terminated (a stalled kernel)
- *           | stuck    the run blocks in native code, where terminating the thread cannot reach it
+ *           | stuck    the run blocks in native code (opening a FIFO nobody writes to), where
+ *                      terminating the thread cannot reach it; it ends with the process
  *
  * The messages are ONNX Runtime's own wording, so providers.ts classifies them as it would real
  * ones. Runs are counted after warm-up.
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, openSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { GraphRole } from './manifest.ts';
 import { setRunHook } from './graph-session.ts';
 
@@ -61,8 +65,15 @@ export function installFaults(rules: readonly FaultRule[]): void {
       if (n !== rule.nth) continue;
       if (rule.kind === 'oom') throw new Error(OUT_OF_MEMORY_MESSAGE);
       if (rule.kind === 'hang') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);
-      if (rule.kind === 'stuck') spawnSync('sleep', ['300']);
+      if (rule.kind === 'stuck') blockInNativeCode();
     }
     return run();
   });
+}
+
+/** Blocks this thread in a system call for good: open(2) on a FIFO waits for a writer that never comes. */
+function blockInNativeCode(): void {
+  const fifo = join(mkdtempSync(join(tmpdir(), 'qrart-stuck-')), 'fifo');
+  execFileSync('mkfifo', [fifo]);
+  openSync(fifo, 'r');
 }

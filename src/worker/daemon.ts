@@ -35,6 +35,8 @@ export interface WorkerDaemon {
 }
 
 const TRANSIENT_RETRY_MS = 5000;
+/** How long one pull waits for a job. */
+const PULL_EXPIRES_MS = 2000;
 
 /**
  * Where a job goes: pulled from the shared durable consumer, held (heartbeating) until the device
@@ -157,7 +159,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
         while (pulling) {
           await room();
           if (!pulling) break;
-          const msg = await consumer.next({ expires: 2000 });
+          const msg = await consumer.next({ expires: PULL_EXPIRES_MS });
           if (!msg) continue;
           if (!pulling) {
             msg.nak();
@@ -184,8 +186,9 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
     fatalError = error;
     pulling = false;
     changed();
-    // Every job in hand goes back at once, so other workers take them now rather than after AckWait.
-    for (const msg of held.keys()) msg.nak();
+    // Every job in hand goes back now rather than after AckWait; just after this worker's last
+    // pull has expired, so that pull cannot take one of them again (each delivery counts toward MaxDeliver).
+    for (const msg of held.keys()) msg.nak(PULL_EXPIRES_MS + 1000);
     abort.abort(error);
     await queue.nc.flush().catch(() => undefined);
     options.onFatal?.(error);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CONSUMERS, STREAMS } from '../../src/queue/subjects.ts';
 import { balanceOf } from '../../src/store/accounts.ts';
-import { isPulling, startFaultStack, waitForStatus, type FaultStack, type WorkerProcess } from '../helpers/fault-stack.ts';
+import { isPulling, predictionsOf, startFaultStack, waitForStatus, type FaultStack, type WorkerProcess } from '../helpers/fault-stack.ts';
 import { sleep, startWebhookReceiver, type WebhookReceiver } from '../helpers/flows.ts';
 import { dedupeWebhooks, fetchOutputImage, parseWebhooks, statusEventsOf } from '../helpers/outputs.ts';
 import { waitFor } from '../helpers/service.ts';
@@ -64,19 +64,9 @@ describe('worker faults (real nats-server, worker child processes, diffusion on 
     return w;
   };
 
-  const create = async (body: Record<string, unknown>) => {
-    const created = await stack.call('POST', '/v1/predictions/queue', { key: KEY, body });
-    expect(created.status, JSON.stringify(created.body)).toBe(200);
-    expect(created.body.data.status).toBe('queued');
-    return created.body.data as { id: string; credits: number };
-  };
-
-  const get = async (id: string) => (await stack.call('GET', `/v1/predictions/${id}`, { key: KEY })).body.data;
-
-  const ledgerOf = async (id: string) =>
-    (await stack.api.db.query<{ reason: string; delta_cents: string }>('SELECT reason, delta_cents FROM credit_ledger WHERE prediction_id = $1 ORDER BY id', [id])).rows.map(
-      (row) => ({ reason: row.reason, cents: Number(row.delta_cents) }),
-    );
+  const create = (body: Record<string, unknown>) => predictionsOf(stack, KEY).create(body);
+  const get = (id: string) => predictionsOf(stack, KEY).get(id);
+  const ledgerOf = (id: string) => predictionsOf(stack, KEY).ledgerOf(id);
 
   /** Everything "executed exactly once, charged once" means to the client and to the books. */
   async function expectExecutedOnce(id: string, credits: number, batchSize: number) {

@@ -216,3 +216,21 @@ export function waitForStatus(stack: Pick<FaultStack, 'call'>, key: string, id: 
     return statuses.includes(got.body?.data?.status) ? got.body.data : undefined;
   }, timeoutMs, 200);
 }
+
+/** A client's view of the stack for one API key: create (expects 200 queued), get, and the ledger rows of a prediction. */
+export function predictionsOf(stack: Pick<FaultStack, 'call' | 'api'>, key: string) {
+  return {
+    async create(body: Record<string, unknown>): Promise<{ id: string; credits: number }> {
+      const created = await stack.call('POST', '/v1/predictions/queue', { key, body });
+      if (created.status !== 200 || created.body?.data?.status !== 'queued') throw new Error(`create answered ${created.status}: ${JSON.stringify(created.body)}`);
+      return created.body.data as { id: string; credits: number };
+    },
+    async get(id: string): Promise<any> {
+      return (await stack.call('GET', `/v1/predictions/${id}`, { key })).body.data;
+    },
+    async ledgerOf(id: string): Promise<{ reason: string; cents: number }[]> {
+      const { rows } = await stack.api.db.query<{ reason: string; delta_cents: string }>('SELECT reason, delta_cents FROM credit_ledger WHERE prediction_id = $1 ORDER BY id', [id]);
+      return rows.map((row) => ({ reason: row.reason, cents: Number(row.delta_cents) }));
+    },
+  };
+}

@@ -114,10 +114,10 @@ export function dedupeWebhooks(seen: readonly WebhookSeen[]): WebhookSeen[] {
  * after JetStream's msg-id dedup). Reads the events stream message by message: the test streams
  * are small, and this needs nothing newer than the nats-server the tests run.
  */
-export async function statusEventsOf(jsm: JetStreamManager, predictionId: string): Promise<{ status: string; workerId: string; images?: string[] }[]> {
+export async function statusEventsOf(jsm: JetStreamManager, predictionId: string): Promise<{ status: string; at: string; workerId: string; images?: string[] }[]> {
   const subject = subjects.event(predictionId);
   const { state } = await jsm.streams.info(STREAMS.events);
-  const events: { status: string; workerId: string; images?: string[] }[] = [];
+  const events: { status: string; at: string; workerId: string; images?: string[] }[] = [];
   for (let seq = state.first_seq; seq <= state.last_seq && state.messages > 0; seq++) {
     const msg = await jsm.streams.getMessage(STREAMS.events, { seq }).catch(() => null);
     if (msg?.subject === subject) events.push(msg.json());
