@@ -32,7 +32,7 @@ import { jobControlImage } from './control-image-runner.ts';
 import { deadlineFor, withDeadline, type DeadlineSettings } from './deadline.ts';
 import type { FinishPool, FinishResult } from './finish-pool.ts';
 import type { InferenceClient, ProgressListener } from './inference-client.ts';
-import type { InferencePlan, InferenceResult } from './inference-protocol.ts';
+import type { InferencePlan, InferenceResult, ThreadSpan } from './inference-protocol.ts';
 import { runOutpaintJob } from './outpaint-job.ts';
 import { asJobError, JobInputError, type JobRunner, type RenderedImage, type RunHooks, type RunOutcome } from './runner.ts';
 
@@ -60,6 +60,8 @@ export interface DetailedRun {
   readonly seed: number;
   readonly width: number;
   readonly height: number;
+  /** When the inference thread ran the job (its clock). */
+  readonly threadSpan?: ThreadSpan;
 }
 
 /** runDetailed's options: the daemon's hooks, all optional (the CLI and the bench run jobs directly). */
@@ -182,7 +184,7 @@ export class DiffusionRunner implements JobRunner {
     if (result.nsfw.some(Boolean)) {
       log.info({ flags: result.nsfw }, 'generation flagged as NSFW');
       timings.total = performance.now() - t0;
-      return { outcome: { kind: 'nsfw' }, timings, seed: settings.seed, width, height };
+      return { outcome: { kind: 'nsfw' }, timings, seed: settings.seed, width, height, threadSpan: result.span };
     }
 
     const f0 = performance.now();
@@ -198,7 +200,7 @@ export class DiffusionRunner implements JobRunner {
     this.repairTotals.repaired += repair.repaired;
     this.repairTotals.changedModules += repair.changedModules;
     log.info({ isScanables: images.map((im) => im.isScannable), repair, repairTotals: this.repairTotals, ms: roundAll(timings) }, 'generation done');
-    return { outcome: { kind: 'images', images }, timings, seed: settings.seed, width, height };
+    return { outcome: { kind: 'images', images }, timings, seed: settings.seed, width, height, threadSpan: result.span };
   }
 
   private nativeSize(settings: JobSettings): number {

@@ -367,7 +367,7 @@ export class InferenceClient {
         if (p.images.length !== msg.nsfw.length || msg.nsfw.some((_, i) => !p.images[i])) {
           p.reject(new InferenceCrashError(`inference thread sent ${p.images.filter(Boolean).length} of ${msg.nsfw.length} images`));
         } else {
-          p.resolve({ images: p.images, nsfw: msg.nsfw, timings: msg.timings, generated: msg.generated, ...(msg.caption !== undefined ? { caption: msg.caption } : {}) });
+          p.resolve({ images: p.images, nsfw: msg.nsfw, timings: msg.timings, generated: msg.generated, span: msg.span, ...(msg.caption !== undefined ? { caption: msg.caption } : {}) });
         }
         return;
       case 'failed':

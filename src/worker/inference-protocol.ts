@@ -37,6 +37,13 @@ export interface InferenceResult {
   readonly generated: { readonly width: number; readonly height: number };
   /** Outpainting without a prompt: the captioner's text, used as the prompt. */
   readonly caption?: string;
+  /** When the thread began and finished the request (ms since the epoch, the thread's clock). */
+  readonly span: ThreadSpan;
+}
+
+export interface ThreadSpan {
+  readonly start: number;
+  readonly end: number;
 }
 
 /** Marks a worker as ours (the thread module runs only when started with it). */
@@ -80,7 +87,7 @@ export type FromThread =
   | { type: 'progress'; seq: number; step: number; total: number }
   /** Image `index` of the request, final, sent before the NSFW check (every index once, before 'result'). */
   | { type: 'image'; seq: number; index: number; image: WireImage }
-  | { type: 'result'; seq: number; nsfw: boolean[]; timings: Record<string, number>; generated: { width: number; height: number }; caption?: string }
+  | { type: 'result'; seq: number; nsfw: boolean[]; timings: Record<string, number>; generated: { width: number; height: number }; caption?: string; span: ThreadSpan }
   | { type: 'failed'; seq: number; name: string; message: string; fault?: RunFault }
   | { type: 'aborted'; seq: number };
 

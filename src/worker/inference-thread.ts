@@ -59,7 +59,7 @@ interface Job {
   readonly image: (index: number, image: RawImage) => void;
 }
 
-type Answer = Extract<FromThread, { type: 'result' }>;
+type Answer = Omit<Extract<FromThread, { type: 'result' }>, 'span'>;
 
 /** The frame every request runs in: abort before start, progress, images, result or failure. */
 async function serve(link: Link, msg: ToThread, handle: (job: Job) => Promise<Omit<Answer, 'type' | 'seq'>>): Promise<void> {
@@ -70,6 +70,7 @@ async function serve(link: Link, msg: ToThread, handle: (job: Job) => Promise<Om
   // Aborted while it waited in the queue.
   if (Atomics.load(control, word) === seq) return post({ type: 'aborted', seq });
   post({ type: 'started', seq });
+  const start = performance.timeOrigin + performance.now();
   const job: Job = {
     seq,
     logger,
@@ -85,7 +86,8 @@ async function serve(link: Link, msg: ToThread, handle: (job: Job) => Promise<Om
     },
   };
   try {
-    post({ type: 'result', seq, ...(await handle(job)) });
+    const answer = await handle(job);
+    post({ type: 'result', seq, ...answer, span: { start, end: performance.timeOrigin + performance.now() } });
   } catch (err) {
     if (controller.signal.aborted) post({ type: 'aborted', seq });
     else {
