@@ -34,6 +34,8 @@ if (workerData && workerData.role === 'qr-art-inference') {
   const run = proto.run;
   const graphOf = (names, outputs) => {
     if (outputs.includes('noise_pred')) return 'denoiser';
+    if (outputs.includes('x_next')) return 'sampler step (device)';
+    if (names.length === 1 && names[0] === 'x') return 'device copy';
     if (names.includes('input_ids')) return 'text_encoder';
     if (names.includes('controlnet_cond')) return 'controlnet';
     if (names.includes('latent_sample')) return 'vae_decoder';

@@ -81,11 +81,13 @@ export function bytesPerElement(dataType: number): number {
 /** A dimension: a fixed size or a symbolic name. */
 export type Dim = number | string;
 
-export function valueInfo(name: string, type: ElementType, dims: readonly Dim[], docString?: string): ValueInfoProto {
-  const dim = dims.map((d) => create(TensorShapeProto_DimensionSchema, { value: typeof d === 'number' ? { case: 'dimValue', value: BigInt(d) } : { case: 'dimParam', value: d } }));
+/** A tensor value's declaration; `dims` undefined declares no shape (any rank). */
+export function valueInfo(name: string, type: ElementType, dims: readonly Dim[] | undefined, docString?: string): ValueInfoProto {
+  const dim = dims?.map((d) => create(TensorShapeProto_DimensionSchema, { value: typeof d === 'number' ? { case: 'dimValue', value: BigInt(d) } : { case: 'dimParam', value: d } }));
+  const tensorType = create(TypeProto_TensorSchema, { elemType: dataTypeOf(type), ...(dim ? { shape: create(TensorShapeProtoSchema, { dim }) } : {}) });
   return create(ValueInfoProtoSchema, {
     name,
-    type: create(TypeProtoSchema, { value: { case: 'tensorType', value: create(TypeProto_TensorSchema, { elemType: dataTypeOf(type), shape: create(TensorShapeProtoSchema, { dim }) }) } }),
+    type: create(TypeProtoSchema, { value: { case: 'tensorType', value: tensorType } }),
     ...(docString ? { docString } : {}),
   });
 }

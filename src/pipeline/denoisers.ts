@@ -14,10 +14,12 @@
  * the ControlNet and feeds zero residuals. Both give the images the unfused pipeline gives.
  *
  * start() prepares what stays the same over a loop (text rows, control image, scales) once; on
- * WebGPU those stay on the device (see device-tensors.ts) and only the latents cross per step.
+ * WebGPU those go up to the device once, and the fused graph's prediction stays there for the
+ * device-side sampler step (device-io.ts, txt2img.ts), so the latents never come back per step.
  */
 import ort from 'onnxruntime-node';
 import type { RawImage } from '../image/raw.ts';
+import type { DeviceIo } from './device-io.ts';
 import type { GraphSession } from './graph-session.ts';
 import { CONTROL_RESIDUALS } from './roles.ts';
 import { floatTensor, packRgbPlanar, packRgbPlanarBytes, product, toFloat32 } from './tensors.ts';
@@ -52,13 +54,23 @@ export interface DenoiseSetup {
 export interface StepModel {
   /** Guided noise predictions (B × 4 × h × w) for the scaled model input of B images at timestep `t`. */
   predict(modelIn: Float32Array, t: number, controlActive: boolean): Promise<Float32Array>;
+  /**
+   * The same with the model input and the prediction left on the device (fused graphs that fold
+   * guidance, on a provider that keeps tensors: see device-io.ts); absent otherwise.
+   */
+  readonly onDevice?: {
+    readonly io: DeviceIo;
+    predict(modelIn: ort.Tensor, t: number, controlActive: boolean): Promise<ort.Tensor>;
+  };
+  /** Frees what start() put on the device. */
+  release(): void;
 }
 
 export interface Denoiser {
   readonly kind: 'fused' | 'separate';
   /** The graph(s) it runs (for warm-up and messages). */
   readonly graphs: readonly GraphSession[];
-  start(setup: DenoiseSetup): StepModel;
+  start(setup: DenoiseSetup): Promise<StepModel>;
 }
 
 /** eps = u + g·(c − u) in float32 arithmetic (what a graph computes), from [uncond ‖ cond] rows into `out`. */
@@ -110,12 +122,16 @@ export class FusedDenoiser implements Denoiser {
   /** With a guidance_scale input: CFG inside the graph, B rows in and out. */
   readonly foldsGuidance: boolean;
 
-  constructor(readonly graph: GraphSession) {
+  /** `device`: the graph runs where tensors can stay (its noise_pred output is left there). */
+  constructor(
+    readonly graph: GraphSession,
+    readonly device?: DeviceIo,
+  ) {
     this.graphs = [graph];
     this.foldsGuidance = graph.hasInput('guidance_scale');
   }
 
-  start(s: DenoiseSetup): StepModel {
+  async start(s: DenoiseSetup): Promise<StepModel> {
     const g = this.graph;
     const B = s.batch;
     const cfg = s.text.rows === 2;
@@ -128,12 +144,23 @@ export class FusedDenoiser implements Denoiser {
       controlnet_cond: controlTensor(g, s.control, condCopies(g, rows)),
     };
     if (folded) constant.guidance_scale = g.scalarTensor('guidance_scale', s.guidance);
+    // On a device that keeps tensors, the text rows and the control image go up once per loop.
+    const device = this.device;
+    const uploaded: ort.Tensor[] = [];
+    if (device) {
+      for (const key of ['encoder_hidden_states', 'controlnet_cond'] as const) {
+        const t = constant[key]!;
+        if (t.type === 'float32' || t.type === 'uint8') uploaded.push((constant[key] = await device.upload(t)));
+      }
+    }
     const on = g.scaleTensor(s.controlScale);
     const off = g.scaleTensor(0);
     const per = 4 * s.h * s.w;
     const dims = [rows, 4, s.h, s.w];
     const modelIn = folded ? undefined : new Float32Array(rows * per);
     const guided = !folded && cfg ? new Float32Array(B * per) : undefined;
+    const run = (sample: ort.Tensor, t: number, active: boolean) =>
+      s.time('denoiser', async () => (await g.run({ ...constant, sample, timestep: g.timestepTensor(t, rows), conditioning_scale: active ? on : off }, ['noise_pred'])).noise_pred!);
     return {
       predict: async (x, t, active) => {
         let sample = x;
@@ -142,16 +169,14 @@ export class FusedDenoiser implements Denoiser {
           if (cfg) modelIn.set(x, B * per);
           sample = modelIn;
         }
-        const out = await s.time('denoiser', () =>
-          g.run(
-            { ...constant, sample: floatTensor(g.floatType('sample'), sample, dims), timestep: g.timestepTensor(t, rows), conditioning_scale: active ? on : off },
-            ['noise_pred'],
-          ),
-        );
-        const pred = toFloat32(out.noise_pred!);
+        const out = await run(floatTensor(g.floatType('sample'), sample, dims), t, active);
+        const pred = device ? await device.download(out) : toFloat32(out);
+        if (out.location !== 'cpu') out.dispose();
         if (folded) return pred;
         return guided ? guide(pred, s.guidance, guided) : pred.subarray(0, B * per);
       },
+      ...(device && folded && g.floatType('sample') === 'float32' ? { onDevice: { io: device, predict: run } } : {}),
+      release: () => uploaded.forEach((t) => t.dispose()),
     };
   }
 }
@@ -167,7 +192,7 @@ export class SeparateDenoiser implements Denoiser {
     this.graphs = [controlnet, unet];
   }
 
-  start(s: DenoiseSetup): StepModel {
+  async start(s: DenoiseSetup): Promise<StepModel> {
     const { unet, controlnet: cn } = this;
     const B = s.batch;
     const cfg = s.text.rows === 2;
@@ -215,6 +240,7 @@ export class SeparateDenoiser implements Denoiser {
         const pred = toFloat32(out.out_sample!);
         return guided ? guide(pred, s.guidance, guided) : pred.subarray(0, B * per);
       },
+      release: () => undefined,
     };
   }
 }

@@ -32,7 +32,8 @@ import {
   type ResolvedOutpainting,
   type ResolvedWorkflow,
 } from './manifest.ts';
-import { providerOptions, type ExecutionProvider } from './providers.ts';
+import { DeviceIo } from './device-io.ts';
+import { keepsTensorsOnDevice, providerOptions, type ExecutionProvider } from './providers.ts';
 import { ClipTokenizer } from './tokenizer.ts';
 import type { V5Model } from '../workflows/catalogue.ts';
 import type { WorkflowName } from '../workflows/names.ts';
@@ -92,6 +93,8 @@ export class PipelineSessions {
     /** The provider in use (cpu after an explicitly allowed fallback). */
     readonly provider: ExecutionProvider,
     private readonly all: readonly ort.InferenceSession[],
+    /** Helper sessions for tensors kept on the device (WebGPU), when the provider can. */
+    readonly device?: DeviceIo,
   ) {}
 
   /** Model, denoiser and defaults for a workflow (v5/v5s: and its `model` value). */
@@ -123,6 +126,7 @@ export class PipelineSessions {
 
   async release(): Promise<void> {
     for (const s of this.all) await s.release();
+    await this.device?.release();
   }
 }
 
@@ -160,7 +164,12 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
     logSeverityLevel: 3,
   };
 
-  const open = async (file: string, role: GraphRole): Promise<ort.InferenceSession> => {
+  // Where the provider keeps tensors on the device, the fused denoiser's prediction stays there
+  // (device-io.ts); its helper sessions are made once a graph has opened on that device.
+  const keep = keepsTensorsOnDevice(provider);
+  let device: DeviceIo | undefined;
+  const deviceIo = async (): Promise<DeviceIo> => (device ??= await DeviceIo.create(providerOptions(provider)));
+  const open = async (file: string, role: GraphRole, spec: GraphSpec): Promise<ort.InferenceSession> => {
     const shown = displayPath(file);
     try {
       await access(file);
@@ -168,7 +177,8 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
       throw new GraphSessionError(`${shown}: file not found (named in ${displayPath(manifest.file)})`);
     }
     try {
-      const s = await ort.InferenceSession.create(file, sessionOptions);
+      const onDevice = keep && role === 'denoiser' ? { preferredOutputLocation: { [spec.outputs?.noise_pred ?? 'noise_pred']: 'gpu-buffer' as const } } : {};
+      const s = await ort.InferenceSession.create(file, { ...sessionOptions, ...onDevice });
       created.push(s);
       return s;
     } catch (err) {
@@ -180,14 +190,14 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
     }
   };
   // One session per file even when several roles or models name it.
-  const sessionFor = (file: string, role: GraphRole): Promise<ort.InferenceSession> => {
+  const sessionFor = (file: string, role: GraphRole, spec: GraphSpec): Promise<ort.InferenceSession> => {
     let s = cache.get(file);
-    if (!s) cache.set(file, (s = open(file, role)));
+    if (!s) cache.set(file, (s = open(file, role, spec)));
     return s;
   };
   const bind = async (role: GraphRole, spec: GraphSpec): Promise<GraphSession> => {
     const file = manifestPath(manifest, spec.path);
-    return GraphSession.bind(role, displayPath(file), await sessionFor(file, role), spec);
+    return GraphSession.bind(role, displayPath(file), await sessionFor(file, role, spec), spec);
   };
 
   try {
@@ -221,7 +231,7 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
           throw new GraphSessionError(`${displayPath(dir)}: captioner of model '${id}' cannot be loaded: ${(err as Error).message}`);
         }
       }
-      const denoiser = graphs.denoiser ? new FusedDenoiser(graphs.denoiser) : new SeparateDenoiser(graphs.unet!, graphs.controlnet!);
+      const denoiser = graphs.denoiser ? new FusedDenoiser(graphs.denoiser, keep ? await deviceIo() : undefined) : new SeparateDenoiser(graphs.unet!, graphs.controlnet!);
       const m: ModelSessions = { id, spec, tokenizer, graphs: graphs as ModelSessions['graphs'], denoiser, ...(captioner ? { captioner } : {}) };
       checkModel(m, options.logger);
       models.set(id, m);
@@ -231,9 +241,10 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
       const unet = models.get(pair.model)!.graphs.unet!;
       denoisers.set(key, new SeparateDenoiser(unet, await bind('controlnet', manifest.controlnets[pair.controlnet]!)));
     }
-    return new PipelineSessions(manifest, models, denoisers, provider, created);
+    return new PipelineSessions(manifest, models, denoisers, provider, created, device);
   } catch (err) {
     for (const s of created) await s.release().catch(() => undefined);
+    await device?.release().catch(() => undefined);
     throw err;
   }
 }

@@ -22,6 +22,8 @@
 import { cropImage } from '../image/canvas.ts';
 import type { RawImage } from '../image/raw.ts';
 import type { PresetName } from '../workflows/presets.ts';
+import ort from 'onnxruntime-node';
+import type { Rect } from '../image/canvas.ts';
 import type { DenoiserStage, StepModel } from './denoisers.ts';
 import { encodePrompts, StageClock, vaeDecode, vaeEncode } from './diffusion-parts.ts';
 import { frameFor, fromFrame, intoFrame, reframe, type Frame, type Size } from './framing.ts';
@@ -285,40 +287,62 @@ interface LoopContext extends PassContext {
   readonly noise: NoiseSource;
 }
 
+interface Region {
+  readonly rect: Rect;
+  readonly model: StepModel;
+  readonly weights?: Float32Array;
+}
+
 /** One denoiser per tile of the latent canvas (one tile when it fits the native area). */
-function startRegions(ctx: LoopContext): { rect: { x: number; y: number; width: number; height: number }; model: StepModel; weights?: Float32Array }[] {
+async function startRegions(ctx: LoopContext): Promise<Region[]> {
   const { h, w, batch, request, text, timer, stagePrefix } = ctx;
   const time = <T>(stage: DenoiserStage, fn: () => Promise<T>): Promise<T> => timer.time(`${stagePrefix}${stage}` as Txt2ImgStage, fn);
   const setup = { text, batch, controlScale: request.controlScale, guidance: request.guidance, time };
   const native = ctx.nativeSize / 8;
-  if (h * w <= native * native * NATIVE_SLACK) return [{ rect: { x: 0, y: 0, width: w, height: h }, model: ctx.target.denoiser.start({ ...setup, h, w, control: ctx.control }) }];
+  if (h * w <= native * native * NATIVE_SLACK) return [{ rect: { x: 0, y: 0, width: w, height: h }, model: await ctx.target.denoiser.start({ ...setup, h, w, control: ctx.control }) }];
   const tile = latentTile(ctx.nativeSize, ctx.target.model.spec.sizeMultiple);
   const grid = tileGrid(w, h, Math.min(w, tile.size), Math.min(h, tile.size), tile.overlap);
-  return grid.tiles.map((rect) => ({
-    rect,
-    weights: tileWeights(rect, grid),
-    model: ctx.target.denoiser.start({ ...setup, h: rect.height, w: rect.width, control: cropImage(ctx.control, { x: rect.x * 8, y: rect.y * 8, width: rect.width * 8, height: rect.height * 8 }) }),
-  }));
+  const regions: Region[] = [];
+  for (const rect of grid.tiles) {
+    const control = cropImage(ctx.control, { x: rect.x * 8, y: rect.y * 8, width: rect.width * 8, height: rect.height * 8 });
+    regions.push({ rect, weights: tileWeights(rect, grid), model: await ctx.target.denoiser.start({ ...setup, h: rect.height, w: rect.width, control }) });
+  }
+  return regions;
 }
 
 /**
  * The sampling loop from step `start` (0 for txt2img; img2img starts later). With several tiles,
  * each step's noise prediction is the weighted mean of the tiles' (MultiDiffusion), and the
- * sampler steps on the whole canvas.
+ * sampler steps on the whole canvas. Where the denoiser can keep its tensors on the device and
+ * the sampler's step is linear, the whole loop stays there (deviceLoop).
  */
 async function denoise(ctx: LoopContext, initial: Float32Array, start: number): Promise<Float32Array> {
-  const { request, timer, h, w, batch, scheduler } = ctx;
+  const regions = await startRegions(ctx);
+  try {
+    const only = regions.length === 1 ? regions[0]!.model.onDevice : undefined;
+    const linear = only && ctx.scheduler.timesteps.slice(start).every((_, k) => ctx.scheduler.linearStep(start + k, k === 0) !== undefined);
+    return only && linear ? await deviceLoop(ctx, only, initial, start) : await hostLoop(ctx, regions, initial, start);
+  } finally {
+    for (const r of regions) r.model.release();
+  }
+}
+
+/** Whether the ControlNet applies at step i of a loop that starts at `start` (img2img applies the window to the steps it runs, as diffusers' img2img pipeline does). */
+function controlOn(ctx: LoopContext, i: number, start: number): boolean {
+  const { request, scheduler } = ctx;
+  return request.controlScale > 0 && controlActive(i - start, scheduler.timesteps.length - start, request.controlStart, request.controlEnd);
+}
+
+async function hostLoop(ctx: LoopContext, regions: readonly Region[], initial: Float32Array, start: number): Promise<Float32Array> {
+  const { timer, h, w, batch, scheduler } = ctx;
   const n = scheduler.timesteps.length;
-  const loopLength = n - start;
-  const regions = startRegions(ctx);
   const blender = regions.length > 1 ? new TileBlender(4 * batch, w, h) : undefined;
   const eps = blender ? new Float32Array(batch * 4 * h * w) : undefined;
   let latents = initial;
   for (let i = start; i < n; i++) {
     const t = scheduler.timesteps[i]!;
     const input = scheduler.scaleModelInput(latents, i);
-    // img2img applies the window to the steps it runs, as diffusers' img2img pipeline does.
-    const active = request.controlScale > 0 && controlActive(i - start, loopLength, request.controlStart, request.controlEnd);
+    const active = controlOn(ctx, i, start);
     let pred: Float32Array;
     if (!blender) {
       pred = await regions[0]!.model.predict(input, t, active);
@@ -330,4 +354,38 @@ async function denoise(ctx: LoopContext, initial: Float32Array, start: number): 
     ctx.tick();
   }
   return latents;
+}
+
+/**
+ * The loop with the latents on the device: each step is the denoiser's call and the sampler's
+ * step graph, both on device tensors; only the timestep, the scales, the step's coefficients and
+ * (for samplers that inject it) the host-drawn noise go up; the latents come down once, at the end.
+ */
+async function deviceLoop(ctx: LoopContext, device: NonNullable<StepModel['onDevice']>, initial: Float32Array, start: number): Promise<Float32Array> {
+  const { timer, h, w, batch, scheduler } = ctx;
+  const n = scheduler.timesteps.length;
+  const dims = [batch, 4, h, w];
+  const size = batch * 4 * h * w;
+  let x: ort.Tensor = new ort.Tensor('float32', initial, dims);
+  let modelIn: ort.Tensor = new ort.Tensor('float32', scheduler.scaleModelInput(initial, start), dims);
+  let kept: ort.Tensor | undefined;
+  const owned = new Set<ort.Tensor>();
+  const drop = (t: ort.Tensor | undefined) => t && owned.delete(t) && t.dispose();
+  try {
+    for (let i = start; i < n; i++) {
+      const pred = await device.predict(modelIn, scheduler.timesteps[i]!, controlOn(ctx, i, start));
+      owned.add(pred);
+      const c = scheduler.linearStep(i, i === start)!;
+      const noise = c.noise !== 0 ? ctx.noise(size) : undefined;
+      const nextScale = i + 1 < n ? scheduler.modelInputScale(i + 1) : 1;
+      const next = await timer.time(`${ctx.stagePrefix}scheduler` as Txt2ImgStage, () => device.io.step(x, pred, kept, noise, c, nextScale));
+      for (const t of [pred, x, kept, modelIn]) drop(t);
+      for (const t of [next.x, next.kept, next.modelIn]) owned.add(t);
+      ({ x, kept, modelIn } = next);
+      ctx.tick();
+    }
+    return Float32Array.from(await device.io.download(x));
+  } finally {
+    for (const t of owned) t.dispose();
+  }
 }

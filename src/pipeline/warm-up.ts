@@ -29,10 +29,11 @@ export async function warmUp(sessions: PipelineSessions, sizes: WarmUpSizes, log
       const w = size.width / 8;
       const control = rawImage(new Uint8Array(size.width * size.height).fill(128), size.width, size.height, 1);
       for (const denoiser of sessions.denoisersOf(m.id)) {
-        const step = denoiser.start({ text, batch: 1, h, w, control, controlScale: 1, guidance: 7, time: (_stage, fn) => fn() });
+        const step = await denoiser.start({ text, batch: 1, h, w, control, controlScale: 1, guidance: 7, time: (_stage, fn) => fn() });
         const latents = new Float32Array(4 * h * w);
         await step.predict(latents, 500, true);
         await step.predict(latents, 500, false);
+        step.release();
       }
       await vaeDecode(m, new Float32Array(4 * h * w), h, w);
       if (m.graphs.vae_encoder) await vaeEncode(m, new Float32Array(3 * size.width * size.height), size.width, size.height);

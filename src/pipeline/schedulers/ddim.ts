@@ -3,7 +3,7 @@
  * set_alpha_to_one false (the last step lands on alphas_cumprod[0], paired with steps_offset 1).
  */
 import { checkIndex, checkSameLength, checkSteps, spacedTimesteps, trainSchedule } from './noise-schedule.ts';
-import type { NoiseSource, PredictionType, Scheduler, SchedulerConfig } from './types.ts';
+import type { LinearStep, NoiseSource, PredictionType, Scheduler, SchedulerConfig } from './types.ts';
 
 export interface DdimOptions {
   /** Clamp the x0 prediction to [-1, 1] (default false; diffusers' class default is true). */
@@ -69,6 +69,23 @@ export class DdimScheduler implements Scheduler {
       out[i] = sqAPrev * x0 + sqBPrev * (ex * x + em * m);
     }
     return out;
+  }
+
+  linearStep(stepIndex: number): LinearStep | undefined {
+    checkIndex(stepIndex, this.timesteps.length);
+    if (this.clip) return undefined;
+    const t = this.timesteps[stepIndex]!;
+    const prevT = t - this.stride;
+    const acp = this.alphasCumprod[t]!;
+    const acpPrev = prevT >= 0 ? this.alphasCumprod[prevT]! : this.finalAlphaCumprod;
+    const [sqA, sqB, sqAPrev, sqBPrev] = [Math.sqrt(acp), Math.sqrt(1 - acp), Math.sqrt(acpPrev), Math.sqrt(1 - acpPrev)];
+    const eps = this.prediction === 'epsilon';
+    const [ax, am, ex, em] = eps ? [1 / sqA, -sqB / sqA, 0, 1] : [sqA, -sqB, sqB, sqA];
+    return { x: sqAPrev * ax + sqBPrev * ex, model: sqAPrev * am + sqBPrev * em, prev: 0, noise: 0, keepX: 0, keepModel: 0 };
+  }
+
+  modelInputScale(): number {
+    return 1;
   }
 
   addNoise(original: Float32Array, noise: Float32Array, stepIndex: number): Float32Array {

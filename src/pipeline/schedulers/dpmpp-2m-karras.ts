@@ -16,7 +16,7 @@ import {
   spacedTimesteps,
   trainSchedule,
 } from './noise-schedule.ts';
-import type { NoiseSource, PredictionType, Scheduler, SchedulerConfig } from './types.ts';
+import type { LinearStep, NoiseSource, PredictionType, Scheduler, SchedulerConfig } from './types.ts';
 
 const f32 = Math.fround;
 
@@ -132,6 +132,30 @@ export class DpmSolverMultistepScheduler implements Scheduler {
     this.prevX0 = x0;
     this.lastIndex = stepIndex;
     return out;
+  }
+
+  linearStep(stepIndex: number, first: boolean): LinearStep {
+    const steps = this.timesteps.length;
+    checkIndex(stepIndex, steps);
+    const sigmaS = this.sigmas[stepIndex]!;
+    const sigmaNext = this.sigmas[stepIndex + 1]!;
+    const { alpha: aS, sigmaT: sS } = alphaSigma(sigmaS);
+    const { alpha: aT, sigmaT: sT } = alphaSigma(sigmaNext);
+    const eps = this.prediction === 'epsilon';
+    const cx = eps ? 1 / aS : aS;
+    const cm = eps ? -sS / aS : -sS;
+    const keep = { keepX: cx, keepModel: cm, noise: 0 };
+    if (sigmaNext === 0) return { x: cx, model: cm, prev: 0, ...keep };
+    const h = Math.log(sigmaS / sigmaNext);
+    const a = sT / sS;
+    const b = -aT * Math.expm1(-h);
+    if (first || (stepIndex === steps - 1 && this.firstOrderLast)) return { x: a + b * cx, model: b * cm, prev: 0, ...keep };
+    const k = (0.5 * h) / Math.log(this.sigmas[stepIndex - 1]! / sigmaS);
+    return { x: a + b * (1 + k) * cx, model: b * (1 + k) * cm, prev: -b * k, ...keep };
+  }
+
+  modelInputScale(): number {
+    return 1;
   }
 
   addNoise(original: Float32Array, noise: Float32Array, stepIndex: number): Float32Array {

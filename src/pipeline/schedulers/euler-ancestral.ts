@@ -8,7 +8,7 @@
  * written for PNDM. createScheduler therefore uses 'linspace' unless the caller names a spacing.
  */
 import { checkIndex, checkSameLength, checkSteps, sigmaAt, spacedTimesteps, trainSchedule } from './noise-schedule.ts';
-import type { NoiseSource, PredictionType, Scheduler, SchedulerConfig } from './types.ts';
+import type { LinearStep, NoiseSource, PredictionType, Scheduler, SchedulerConfig } from './types.ts';
 
 const f32 = Math.fround;
 
@@ -67,6 +67,25 @@ export class EulerAncestralScheduler implements Scheduler {
       for (let i = 0; i < n; i++) out[i] = out[i]! + z[i]! * sigmaUp;
     }
     return out;
+  }
+
+  linearStep(stepIndex: number): LinearStep {
+    checkIndex(stepIndex, this.timesteps.length);
+    const sigma = this.sigmas[stepIndex]!;
+    const sigmaTo = this.sigmas[stepIndex + 1]!;
+    const sigmaUp = Math.sqrt((sigmaTo * sigmaTo * (sigma * sigma - sigmaTo * sigmaTo)) / (sigma * sigma));
+    const dt = Math.sqrt(sigmaTo * sigmaTo - sigmaUp * sigmaUp) - sigma;
+    const eps = this.prediction === 'epsilon';
+    const cx = eps ? 1 : 1 / (sigma * sigma + 1);
+    const cm = eps ? -sigma : -sigma / Math.sqrt(sigma * sigma + 1);
+    // x + (x - x0)/sigma * dt with x0 = cx*x + cm*m, then + sigmaUp * z.
+    return { x: 1 + ((1 - cx) * dt) / sigma, model: (-cm * dt) / sigma, prev: 0, noise: sigmaUp, keepX: 0, keepModel: 0 };
+  }
+
+  modelInputScale(stepIndex: number): number {
+    checkIndex(stepIndex, this.timesteps.length);
+    const sigma = this.sigmas[stepIndex]!;
+    return 1 / Math.sqrt(sigma * sigma + 1);
   }
 
   addNoise(original: Float32Array, noise: Float32Array, stepIndex: number): Float32Array {

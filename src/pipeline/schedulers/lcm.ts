@@ -6,7 +6,7 @@
  */
 import { addNoiseVp } from './ddim.ts';
 import { checkIndex, checkSameLength, checkSteps, npLinspace, trainSchedule } from './noise-schedule.ts';
-import type { NoiseSource, PredictionType, Scheduler, SchedulerConfig } from './types.ts';
+import type { LinearStep, NoiseSource, PredictionType, Scheduler, SchedulerConfig } from './types.ts';
 
 const SIGMA_DATA = 0.5;
 
@@ -72,6 +72,29 @@ export class LcmScheduler implements Scheduler {
       out[i] = a * (cx * sample[i]! + cm * modelOutput[i]!) + b * z[i]!;
     }
     return out;
+  }
+
+  linearStep(stepIndex: number): LinearStep {
+    const steps = this.timesteps.length;
+    checkIndex(stepIndex, steps);
+    const t = this.timesteps[stepIndex]!;
+    const acp = this.alphasCumprod[t]!;
+    const sqA = Math.sqrt(acp);
+    const sqB = Math.sqrt(1 - acp);
+    const st = t * this.scaling;
+    const cSkip = (SIGMA_DATA * SIGMA_DATA) / (st * st + SIGMA_DATA * SIGMA_DATA);
+    const cOut = st / Math.sqrt(st * st + SIGMA_DATA * SIGMA_DATA);
+    const eps = this.prediction === 'epsilon';
+    const cx = cOut * (eps ? 1 / sqA : sqA) + cSkip;
+    const cm = -cOut * (eps ? sqB / sqA : sqB);
+    if (stepIndex === steps - 1) return { x: cx, model: cm, prev: 0, noise: 0, keepX: 0, keepModel: 0 };
+    const acpPrev = this.alphasCumprod[this.timesteps[stepIndex + 1]!]!;
+    const a = Math.sqrt(acpPrev);
+    return { x: a * cx, model: a * cm, prev: 0, noise: Math.sqrt(1 - acpPrev), keepX: 0, keepModel: 0 };
+  }
+
+  modelInputScale(): number {
+    return 1;
   }
 
   addNoise(original: Float32Array, noise: Float32Array, stepIndex: number): Float32Array {

@@ -45,6 +45,23 @@ export const SD15_SCHEDULER_CONFIG: Readonly<SchedulerConfig> = Object.freeze({
 /** Fresh unit Gaussian noise of the given length (a seeded stream in production). */
 export type NoiseSource = (length: number) => Float32Array;
 
+/**
+ * One step as a linear map, so it can run where the latents are (a device-side step graph,
+ * pipeline/device-io.ts): with x the sample, m the model output, p the x0 estimate the previous
+ * step kept and z fresh unit noise,
+ *   x' = x·x + model·m + prev·p + noise·z      (z drawn only when noise ≠ 0)
+ *   p' = keepX·x + keepModel·m                 (what a multistep solver remembers)
+ * step() computes the same (in double precision between float32 stores).
+ */
+export interface LinearStep {
+  readonly x: number;
+  readonly model: number;
+  readonly prev: number;
+  readonly noise: number;
+  readonly keepX: number;
+  readonly keepModel: number;
+}
+
 export interface Scheduler {
   readonly name: SchedulerName;
   /** Model-facing timesteps, in the order they run (Euler a with 'linspace' spacing gives fractional ones). */
@@ -67,4 +84,11 @@ export interface Scheduler {
    * then starts (see img2imgStartIndex for the strength -> index rule).
    */
   addNoise(original: Float32Array, noise: Float32Array, stepIndex: number): Float32Array;
+  /**
+   * Step `stepIndex` as a linear map (see LinearStep); `first` is the first step of a loop (no
+   * remembered x0). Undefined where the step is not linear (DDIM with clip_sample).
+   */
+  linearStep(stepIndex: number, first: boolean): LinearStep | undefined;
+  /** The factor scaleModelInput multiplies the sample by at `stepIndex`. */
+  modelInputScale(stepIndex: number): number;
 }
