@@ -27,6 +27,8 @@ models.<id>.graphs.denoiser at the result.
   --unet-names MAP           role=name,... where the UNet's names differ
   --out FILE                 the fused model.onnx to write
   --external-data MODE       auto (over 2 GiB), always, never (default auto); weights go to FILE_data
+  --guidance outside         diffusers' fused layout instead (2B rows in and out, CFG left to the
+                             worker): for engines that want it; the default folds CFG in
   --no-check                 do not open the result in ONNX Runtime (it needs the model's memory)`;
 
 /** role=name,role=name → a name map (roles on both sides, as the manifest's inputs/outputs). */
@@ -57,6 +59,7 @@ export async function modelsCommand(argv: string[]): Promise<number> {
       'unet-names': { type: 'string' },
       out: { type: 'string' },
       'external-data': { type: 'string', default: 'auto' },
+      guidance: { type: 'string', default: 'fold' },
       'no-check': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -69,6 +72,7 @@ export async function modelsCommand(argv: string[]): Promise<number> {
   const mode = values['external-data'] as ExternalDataMode;
   if (!['auto', 'always', 'never'].includes(mode)) problems.push(`--external-data must be auto, always or never, got '${mode}'`);
   if (!values.out) problems.push('--out is required');
+  if (values.guidance !== 'fold' && values.guidance !== 'outside') problems.push(`--guidance must be fold or outside, got '${values.guidance}'`);
   const fromManifest = values.manifest !== undefined;
   if (fromManifest ? !values.model : !values.controlnet || !values.unet) problems.push('give --controlnet and --unet, or --manifest and --model');
   if (problems.length > 0) {
@@ -85,7 +89,7 @@ export async function modelsCommand(argv: string[]): Promise<number> {
     const fused = fuseControlNet(
       { model: await readModelFile(cnFile), file: cnFile, ...(cnNames ? { names: cnNames } : {}) },
       { model: await readModelFile(unetFile), file: unetFile, ...(unetNames ? { names: unetNames } : {}) },
-      { provenance: { 'qr-art.controlnet': cnFile, 'qr-art.unet': unetFile } },
+      { provenance: { 'qr-art.controlnet': cnFile, 'qr-art.unet': unetFile }, guidance: values.guidance as 'fold' | 'outside' },
     );
     const out = resolve(values.out!);
     await mkdir(dirname(out), { recursive: true });

@@ -186,6 +186,12 @@ class Glue {
 export interface FuseOptions {
   /** Written into the model's metadata (where the graphs came from). */
   readonly provenance?: Readonly<Record<string, string>>;
+  /**
+   * 'fold' (default): the layout above. 'outside': diffusers' fused layout (CFG left to the
+   * caller: sample, encoder_hidden_states and noise_pred have all 2B rows, controlnet_cond is
+   * float32 [1, 2B, 3, H, W] in [0,1], conditioning_scale [1, 1]).
+   */
+  readonly guidance?: 'fold' | 'outside';
 }
 
 /** The fused model (a new object; the sources are consumed: their graphs are renamed in place). */
@@ -210,16 +216,26 @@ export function fuseControlNet(controlnet: FuseSource, unet: FuseSource, options
   const unTimestep = un.inputs.get('timestep')!;
   const timestepType = elementTypeOf(unTimestep.type)!;
   const timestepScalar = unTimestep.dims.length === 0;
+  const folded = options.guidance !== 'outside';
+  const hiddenWidth = un.inputs.get('encoder_hidden_states')!.dims[2] ?? 'hidden';
   const inputs: ValueInfoProto[] = [
     valueInfo('sample', 'float32', ['batch', 4, 'height', 'width']),
     valueInfo('timestep', timestepType, timestepScalar ? [] : [1]),
-    valueInfo('encoder_hidden_states', 'float32', ['text_rows', 'sequence', un.inputs.get('encoder_hidden_states')!.dims[2] ?? 'hidden']),
-    valueInfo('controlnet_cond', 'uint8', [1, 3, 'image_height', 'image_width']),
-    valueInfo('conditioning_scale', 'float32', []),
-    valueInfo('guidance_scale', 'float32', []),
+    ...(folded
+      ? [
+          valueInfo('encoder_hidden_states', 'float32', ['text_rows', 'sequence', hiddenWidth]),
+          valueInfo('controlnet_cond', 'uint8', [1, 3, 'image_height', 'image_width']),
+          valueInfo('conditioning_scale', 'float32', []),
+          valueInfo('guidance_scale', 'float32', []),
+        ]
+      : [
+          valueInfo('encoder_hidden_states', 'float32', ['batch', 'sequence', hiddenWidth]),
+          valueInfo('controlnet_cond', 'float32', [1, 'batch', 3, 'image_height', 'image_width']),
+          valueInfo('conditioning_scale', 'float32', [1, 1]),
+        ]),
   ];
 
-  // 1. The R·B-row batch: [uncond × B ‖ cond × B].
+  // 1. The R·B-row batch: [uncond × B ‖ cond × B] (given as such without folding).
   const sampleShape = glue.op('Shape', ['sample']);
   const textShape = glue.op('Shape', ['encoder_hidden_states']);
   const B = glue.dims(sampleShape, 0, 1);
@@ -232,11 +248,14 @@ export function fuseControlNet(controlnet: FuseSource, unet: FuseSource, options
     const expanded = glue.op('Expand', [glue.op('Unsqueeze', [x, glue.i64([at])]), target]);
     return glue.op('Reshape', [expanded, glue.op('Concat', [glue.i64([-1]), glue.dims(shape, 1, rank === 4 ? 4 : 3)], { axis: 0 })]);
   };
-  const sampleN = spread('sample', sampleShape, R, 0);
-  const textN = spread('encoder_hidden_states', textShape, B, 1);
-  const N = glue.dims(glue.op('Shape', [sampleN]), 0, 1);
+  const sampleN = folded ? spread('sample', sampleShape, R, 0) : 'sample';
+  const textN = folded ? spread('encoder_hidden_states', textShape, B, 1) : 'encoder_hidden_states';
+  const N = folded ? glue.dims(glue.op('Shape', [sampleN]), 0, 1) : B;
   // 2. The control image: 0..255 → [0,1] (Div, so the value is the float32 nearest v/255), one per row.
-  const cond = glue.op('Expand', [glue.op('Div', [glue.cast('controlnet_cond', DataType.UINT8, F), glue.f32(255)]), glue.op('Concat', [N, glue.i64([1, 1, 1])], { axis: 0 })]);
+  const cond = folded
+    ? glue.op('Expand', [glue.op('Div', [glue.cast('controlnet_cond', DataType.UINT8, F), glue.f32(255)]), glue.op('Concat', [N, glue.i64([1, 1, 1])], { axis: 0 })])
+    : glue.op('Squeeze', ['controlnet_cond', glue.i64([0])]);
+  const scale = folded ? 'conditioning_scale' : glue.op('Reshape', ['conditioning_scale', glue.i64([])]);
 
   /** The timestep as a graph takes it: its dtype, and a scalar, [1] or one per row. */
   const timestepFor = (io: Io): string => {
@@ -257,7 +276,7 @@ export function fuseControlNet(controlnet: FuseSource, unet: FuseSource, options
   wired.set(cnRename(cn.inputs.get('timestep')!.name), timestepFor(cn.inputs.get('timestep')!));
   const cnScale = cn.inputs.get('conditioning_scale');
   if (cnScale) {
-    const s = glue.cast('conditioning_scale', F, cnScale.type);
+    const s = glue.cast(scale, F, cnScale.type);
     wired.set(cnRename(cnScale.name), cnScale.dims.length === 0 ? s : glue.op('Reshape', [s, glue.i64(cnScale.dims.map(() => 1))]));
   }
   // 4. UNet inputs.
@@ -270,7 +289,7 @@ export function fuseControlNet(controlnet: FuseSource, unet: FuseSource, options
   for (const role of RESIDUAL_ROLES) {
     const out = cn.outputs.get(role)!;
     let value = cnRename(out.name);
-    if (!cnScale) value = seam.op('Mul', [value, seam.cast('conditioning_scale', F, out.type)], {}, 'scaled');
+    if (!cnScale) value = seam.op('Mul', [value, seam.cast(scale, F, out.type)], {}, 'scaled');
     const target = un.inputs.get(role)!;
     wired.set(unRename(target.name), seam.cast(value, out.type, target.type));
   }
@@ -278,9 +297,12 @@ export function fuseControlNet(controlnet: FuseSource, unet: FuseSource, options
   // 6. Guidance: noise_pred = u + g·(c − u) with u the first B rows and c the last B rows.
   const outSample = un.outputs.get('out_sample')!;
   const pred = tail.cast(unRename(outSample.name), outSample.type, F);
-  const u = tail.op('Slice', [pred, tail.i64([0]), B, tail.i64([0])], {}, 'uncond');
-  const c = tail.op('Slice', [pred, tail.op('Sub', [N, B]), N, tail.i64([0])], {}, 'cond');
-  const guided = tail.op('Add', [u, tail.op('Mul', ['guidance_scale', tail.op('Sub', [c, u])])], {}, 'guided');
+  let guided = pred;
+  if (folded) {
+    const u = tail.op('Slice', [pred, tail.i64([0]), B, tail.i64([0])], {}, 'uncond');
+    const c = tail.op('Slice', [pred, tail.op('Sub', [N, B]), N, tail.i64([0])], {}, 'cond');
+    guided = tail.op('Add', [u, tail.op('Mul', ['guidance_scale', tail.op('Sub', [c, u])])], {}, 'guided');
+  }
   tail.nodes.push(node('Identity', [guided], ['noise_pred'], {}, 'fuse/noise_pred'));
 
   // The two graphs, renamed; their inputs now read the glue's values.
@@ -300,7 +322,7 @@ export function fuseControlNet(controlnet: FuseSource, unet: FuseSource, options
     input: inputs,
     output: [valueInfo('noise_pred', 'float32', ['batch', 4, 'height', 'width'])],
     valueInfo: [...keepValueInfo(cnGraph, [], cnRename), ...keepValueInfo(unGraph, un.outputs.values(), (n) => n)],
-    docString: 'UNet + ControlNet fused by `qr-art models fuse` (src/onnx/fuse.ts): one call per denoising step, classifier-free guidance inside.',
+    docString: `UNet + ControlNet fused by \`qr-art models fuse\` (src/onnx/fuse.ts): one call per denoising step, classifier-free guidance ${folded ? 'inside' : 'left to the caller'}.`,
   });
   const functions = mergeFunctions(controlnet, unet);
   const irVersion = [controlnet.model.irVersion, unet.model.irVersion].reduce((a, b) => (a > b ? a : b));

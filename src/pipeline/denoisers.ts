@@ -100,7 +100,8 @@ export function textForBatch(text: TextConditioning, n: number): Float32Array {
 function controlTensor(g: GraphSession, control: RawImage, copies: number): ort.Tensor {
   const info = g.input('controlnet_cond');
   const plane = 3 * control.width * control.height;
-  const dims = [copies, 3, control.height, control.width];
+  // Rank 5: fused exports' leading ControlNet axis (one ControlNet here).
+  const dims = [...(info.shape.length === 5 ? [1] : []), copies, 3, control.height, control.width];
   if (info.type === 'uint8') {
     const bytes = new Uint8Array(copies * plane);
     packRgbPlanarBytes(control, bytes, 0);
@@ -113,8 +114,11 @@ function controlTensor(g: GraphSession, control: RawImage, copies: number): ort.
   return floatTensor(g.floatType('controlnet_cond'), floats, dims);
 }
 
-/** Rows of a controlnet_cond batch: one when the graph fixes its first axis at 1, else `n`. */
-const condCopies = (g: GraphSession, n: number): number => (g.input('controlnet_cond').shape[0] === 1 ? 1 : n);
+/** Rows of a controlnet_cond batch: one when the graph fixes its batch axis at 1, else `n`. */
+const condCopies = (g: GraphSession, n: number): number => {
+  const shape = g.input('controlnet_cond').shape;
+  return shape[shape.length - 4] === 1 ? 1 : n;
+};
 
 export class FusedDenoiser implements Denoiser {
   readonly kind = 'fused' as const;

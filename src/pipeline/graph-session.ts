@@ -143,10 +143,10 @@ export class GraphSession {
     return numberTensor(info.type, new Array<number>(n).fill(t), [n]);
   }
 
-  /** A scalar-ish input (conditioning_scale, guidance_scale) in the graph's dtype and rank (a double scalar in OnnxStack exports). */
+  /** A scalar-ish input (conditioning_scale, guidance_scale) in the graph's dtype and rank: a double scalar in OnnxStack exports, [1] or [1, 1] in fused ones. */
   scalarTensor(role: string, value: number): ort.Tensor {
     const info = this.input(role);
-    return numberTensor(info.type, [value], info.shape.length === 0 ? [] : [1]);
+    return numberTensor(info.type, [value], info.shape.map(() => 1));
   }
 
   /** conditioning_scale in the graph's dtype and rank. */

@@ -65,15 +65,17 @@ export const ROLE_CONTRACTS: Readonly<Record<GraphRole, RoleContract>> = {
    * graph also does classifier-free guidance: `sample` holds the B images, encoder_hidden_states
    * the text rows ([uncond, cond], or [cond] alone), controlnet_cond one image for the batch when
    * its first axis is fixed at 1, and noise_pred the B guided predictions. Without it, everything
-   * is the 2B-row CFG batch, as diffusers' fused export takes it.
+   * is the 2B-row CFG batch, as diffusers' fused export (and NVIDIA's TensorRT demo's) takes it:
+   * those also put a leading ControlNet axis on the control image ([1, 2B, 3, H, W]) and the
+   * scale ([1] or [1, 1]); one ControlNet is fed.
    */
   denoiser: {
     inputs: [
       latent('sample', [4]),
       timestep,
       hidden,
-      { role: 'controlnet_cond', types: [...FLOATS, 'uint8'], ranks: [4], dims: { 1: [3] } },
-      { role: 'conditioning_scale', types: SCALES, ranks: [0, 1] },
+      { role: 'controlnet_cond', types: [...FLOATS, 'uint8'], ranks: [4, 5] },
+      { role: 'conditioning_scale', types: SCALES, ranks: [0, 1, 2] },
       { role: 'guidance_scale', types: SCALES, ranks: [0, 1], optional: true },
     ],
     outputs: [latent('noise_pred', [4])],

@@ -5,7 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COLOUR_TOKEN_IDS, NSFW_TRIGGER_ID } from '../../scripts/demo-models/sd15.ts';
+import { buildControlNet, buildUnet, COLOUR_TOKEN_IDS, NSFW_TRIGGER_ID } from '../../scripts/demo-models/sd15.ts';
 import type { RawImage } from '../../src/image/raw.ts';
 import { loadManifest } from '../../src/pipeline/manifest.ts';
 import { detectNsfw } from '../../src/pipeline/nsfw.ts';
@@ -16,7 +16,9 @@ import { controlActive, generate, generationFrame, imageSeed, refineFrame, type 
 import { FusedDenoiser, SeparateDenoiser } from '../../src/pipeline/denoisers.ts';
 import type { Frame } from '../../src/pipeline/framing.ts';
 import { useSeparatePair, writeManifestVariant } from '../../scripts/demo-models/manifest-variants.ts';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { fuseControlNet } from '../../src/onnx/fuse.ts';
+import { decodeModel, encodeModel } from '../../src/onnx/proto.ts';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
@@ -167,6 +169,27 @@ describe('generate', () => {
     expect(await run(0, 1, 0)).toBe(0);
     expect(controlActive(0, 10, 0.05, 1)).toBe(false);
     expect(controlActive(9, 10, 0, 0.95)).toBe(false);
+  });
+
+  it("a fused graph in diffusers' layout (2B rows, CFG outside, controlnet_conds [1, 2B, ...], names mapped) gives the same bytes", async () => {
+    const fused = fuseControlNet({ model: decodeModel(buildControlNet()), file: 'cn' }, { model: decodeModel(buildUnet()), file: 'unet' }, { guidance: 'outside' });
+    const rename = { controlnet_cond: 'controlnet_conds', conditioning_scale: 'conditioning_scales' } as Record<string, string>;
+    for (const v of fused.graph!.input) v.name = rename[v.name] ?? v.name;
+    for (const n of fused.graph!.node) n.input = n.input.map((x) => rename[x] ?? x);
+    const dir = await mkdtemp(join(tmpdir(), 'qrart-diffusers-'));
+    await writeFile(join(dir, 'model.onnx'), encodeModel(fused));
+    const file = await writeManifestVariant(dir, 'diffusers', (m) => (m.models['demo-sd15'].graphs.denoiser = { path: join(dir, 'model.onnx'), inputs: rename }));
+    const other = await createSessions(await loadManifest(file), { executionProvider: { provider: 'cpu' }, logger: pino({ level: 'silent' }), intraOpThreads: 1, roles: [] });
+    try {
+      const d = other.forWorkflow('generate_qr_art_v5', 'universal');
+      expect((d.denoiser as FusedDenoiser).foldsGuidance).toBe(false);
+      for (const r of [request({ batchSize: 2 }), request({ guidance: 1, scheduler: 'lcm', steps: 4 })]) {
+        const [a, b] = [await generate(r, d), await generate(r, target)];
+        a.images.forEach((image, i) => expect(bytes(image).equals(bytes(b.images[i]!))).toBe(true));
+      }
+    } finally {
+      await other.release();
+    }
   });
 
   it('the separate pair runs its ControlNet only inside the window, and gives the fused graph\'s bytes', async () => {
