@@ -13,6 +13,7 @@
  *    passFraction × nativeSize working pixels (maxPasses caps P; then passes are longer), so
  *    every pass paints a strip next to pixels it can see.
  */
+import { frameFor } from './framing.ts';
 import { containsRect, rectBottom, rectRight, type Rect, type Sides } from '../image/canvas.ts';
 
 export interface Size {
@@ -42,9 +43,9 @@ export interface OutpaintPlan {
   /** Sides of the original with padding (where it meets new pixels). */
   readonly seams: Sides;
   readonly working: Size;
-  /** How the working canvas maps back: 'crop' takes `outputInWorking` as it is; 'resize' scales the whole canvas. */
+  /** How the working canvas maps back: 'crop' takes `outputInWorking` as it is; 'resize' scales it to the output. */
   readonly back: 'crop' | 'resize';
-  /** The output rectangle inside the working canvas ('crop'), or the whole canvas ('resize'). */
+  /** The output rectangle inside the working canvas (at the output's size for 'crop', scaled for 'resize'). */
   readonly outputInWorking: Rect;
   /** The original image in working pixels. */
   readonly originalInWorking: Rect;
@@ -53,7 +54,6 @@ export interface OutpaintPlan {
 }
 
 const ceilTo = (v: number, m: number): number => Math.max(m, Math.ceil(v / m) * m);
-const roundTo = (v: number, m: number): number => Math.max(m, Math.round(v / m) * m);
 
 export function planOutpaint(image: Size, padding: Padding, options: PlanOptions): OutpaintPlan {
   const m = options.sizeMultiple;
@@ -75,16 +75,19 @@ export function planOutpaint(image: Size, padding: Padding, options: PlanOptions
     outputInWorking = { x: ox, y: oy, ...output };
     originalInWorking = { x: ox + original.x, y: oy + original.y, width: image.width, height: image.height };
   } else {
-    const s = Math.sqrt(options.maxPixels / area);
-    working = { width: roundTo(output.width * s, m), height: roundTo(output.height * s, m) };
-    const sx = working.width / output.width;
-    const sy = working.height / output.height;
-    const x0 = Math.round(original.x * sx);
-    const y0 = Math.round(original.y * sy);
-    const x1 = Math.max(x0 + 1, Math.round(rectRight(original) * sx));
-    const y1 = Math.max(y0 + 1, Math.round(rectBottom(original) * sy));
+    // Painted smaller, at exactly the output's aspect where such a size exists (framing.ts), else
+    // with the output centred in the rounded canvas: scaled back uniformly, never stretched.
+    const frame = frameFor(output, options.maxPixels, m);
+    working = { width: frame.width, height: frame.height };
+    const { content } = frame;
+    const sx = content.width / output.width;
+    const sy = content.height / output.height;
+    const x0 = content.x + Math.round(original.x * sx);
+    const y0 = content.y + Math.round(original.y * sy);
+    const x1 = Math.max(x0 + 1, content.x + Math.round(rectRight(original) * sx));
+    const y1 = Math.max(y0 + 1, content.y + Math.round(rectBottom(original) * sy));
     back = 'resize';
-    outputInWorking = { x: 0, y: 0, ...working };
+    outputInWorking = content;
     originalInWorking = { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
   }
   const passes = options.multi ? growthPasses(originalInWorking, working, m, options.multi) : [{ x: 0, y: 0, ...working }];

@@ -23,7 +23,7 @@
  *   6. NSFW check of the output when the model has a safety checker.
  */
 import { cropImage, openSides, pasteWithFeather, placeOnCanvas, rectBottom, rectRight, seamRamp, toRgb, type Rect, type Sides } from '../image/canvas.ts';
-import { resizeImage } from '../image/decode.ts';
+import { cropResize, resizeImage } from '../image/decode.ts';
 import type { RawImage } from '../image/raw.ts';
 import { catalogue, OUTPAINTING_TYPES, type OutpaintingType } from '../workflows/catalogue.ts';
 import { captionImage } from './captioner.ts';
@@ -254,7 +254,7 @@ export async function outpaint(request: OutpaintRequest, target: OutpaintModel, 
 
   // 5. Back to the output size; the original's bytes on top.
   const generated = await clock.time('to_output', () =>
-    plan.back === 'crop' ? cropImage(canvas, plan.outputInWorking) : resizeImage(canvas, plan.output.width, plan.output.height, 'fill'),
+    plan.back === 'crop' ? cropImage(canvas, plan.outputInWorking) : cropResize(canvas, plan.outputInWorking, plan.output.width, plan.output.height),
   );
   const result = await clock.time('paste', () => pasteWithFeather(generated, image, plan.original.x, plan.original.y, plan.seams, settings.featherPixels));
 
