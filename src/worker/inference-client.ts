@@ -234,7 +234,8 @@ export class InferenceClient {
     Atomics.store(thread.control, abortWord(p.seq), p.seq);
     const grace = this.options.abortGraceMs ?? 15_000;
     setTimeout(() => {
-      if (!this.pending.has(p.seq) || this.thread !== thread || thread.exited) return;
+      // Only the request the thread is running can hold it; an unstarted one is skipped when its turn comes.
+      if (!p.started || !this.pending.has(p.seq) || this.thread !== thread || thread.exited) return;
       this.options.logger.warn({ seq: p.seq, graceMs: grace }, 'inference thread did not stop after an abort; terminating it');
       this.terminate(thread);
     }, grace).unref();

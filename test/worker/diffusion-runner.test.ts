@@ -188,6 +188,19 @@ describe('DiffusionRunner on the demo models', () => {
     expect(Buffer.from(a.images[0]!.data).equals(Buffer.from(b.images[0]!.data))).toBe(false);
   });
 
+  it('requests wait in the thread, not on this side: one queued behind a crash runs on the fresh thread', async () => {
+    const started: string[] = [];
+    const crashed = client.run(plan({ seed: 1 }), { onStart: () => started.push('a'), onProgress: (step) => step === 2 && client.crashForDrill() });
+    const queued = client.run(plan({ seed: 2, steps: 4 }), { onStart: () => started.push('b') });
+    expect(client.inFlight).toBe(2);
+    await expect(crashed).rejects.toThrow(InferenceCrashError);
+    const after = await queued;
+    expect(after.images).toHaveLength(1);
+    expect(after.span.end).toBeGreaterThan(after.span.start);
+    expect(started).toEqual(['a', 'b']);
+    expect(client.state).toBe('ready');
+  });
+
   it('a thread that dies mid-generation fails that job clearly; a fresh thread runs the next one identically', async () => {
     const crashed = client.run(plan(), { onProgress: (step) => step === 1 && client.crashForDrill() });
     await expect(crashed).rejects.toThrow(InferenceCrashError);

@@ -39,13 +39,11 @@ export class LcmScheduler implements Scheduler {
     return sample;
   }
 
-  step(modelOutput: Float32Array, stepIndex: number, sample: Float32Array, noise: NoiseSource): Float32Array {
+  /** denoised = cx·x + cm·m (c_out·x0 + c_skip·x, x0 from eps or v); then, before the last step, a·denoised + b·z. */
+  private coefficients(stepIndex: number): { cx: number; cm: number; next?: { a: number; b: number } } {
     const steps = this.timesteps.length;
     checkIndex(stepIndex, steps);
-    checkSameLength(modelOutput, sample, 'step');
-    const n = sample.length;
     const t = this.timesteps[stepIndex]!;
-    const last = stepIndex === steps - 1;
     const acp = this.alphasCumprod[t]!;
     const sqA = Math.sqrt(acp);
     const sqB = Math.sqrt(1 - acp);
@@ -53,19 +51,24 @@ export class LcmScheduler implements Scheduler {
     const st = t * this.scaling;
     const cSkip = (SIGMA_DATA * SIGMA_DATA) / (st * st + SIGMA_DATA * SIGMA_DATA);
     const cOut = st / Math.sqrt(st * st + SIGMA_DATA * SIGMA_DATA);
-    // denoised = c_out * x0 + c_skip * x, with x0 from eps or from v.
     const eps = this.prediction === 'epsilon';
     const cx = cOut * (eps ? 1 / sqA : sqA) + cSkip;
     const cm = -cOut * (eps ? sqB / sqA : sqB);
+    if (stepIndex === steps - 1) return { cx, cm };
+    const acpPrev = this.alphasCumprod[this.timesteps[stepIndex + 1]!]!;
+    return { cx, cm, next: { a: Math.sqrt(acpPrev), b: Math.sqrt(1 - acpPrev) } };
+  }
 
+  step(modelOutput: Float32Array, stepIndex: number, sample: Float32Array, noise: NoiseSource): Float32Array {
+    checkSameLength(modelOutput, sample, 'step');
+    const { cx, cm, next } = this.coefficients(stepIndex);
+    const n = sample.length;
     const out = new Float32Array(n);
-    if (last) {
+    if (!next) {
       for (let i = 0; i < n; i++) out[i] = cx * sample[i]! + cm * modelOutput[i]!;
       return out;
     }
-    const acpPrev = this.alphasCumprod[this.timesteps[stepIndex + 1]!]!;
-    const a = Math.sqrt(acpPrev);
-    const b = Math.sqrt(1 - acpPrev);
+    const { a, b } = next;
     const z = noise(n);
     if (z.length !== n) throw new RangeError(`noise source returned ${z.length} values, wanted ${n}`);
     for (let i = 0; i < n; i++) {
@@ -75,22 +78,9 @@ export class LcmScheduler implements Scheduler {
   }
 
   linearStep(stepIndex: number): LinearStep {
-    const steps = this.timesteps.length;
-    checkIndex(stepIndex, steps);
-    const t = this.timesteps[stepIndex]!;
-    const acp = this.alphasCumprod[t]!;
-    const sqA = Math.sqrt(acp);
-    const sqB = Math.sqrt(1 - acp);
-    const st = t * this.scaling;
-    const cSkip = (SIGMA_DATA * SIGMA_DATA) / (st * st + SIGMA_DATA * SIGMA_DATA);
-    const cOut = st / Math.sqrt(st * st + SIGMA_DATA * SIGMA_DATA);
-    const eps = this.prediction === 'epsilon';
-    const cx = cOut * (eps ? 1 / sqA : sqA) + cSkip;
-    const cm = -cOut * (eps ? sqB / sqA : sqB);
-    if (stepIndex === steps - 1) return { x: cx, model: cm, prev: 0, noise: 0, keepX: 0, keepModel: 0 };
-    const acpPrev = this.alphasCumprod[this.timesteps[stepIndex + 1]!]!;
-    const a = Math.sqrt(acpPrev);
-    return { x: a * cx, model: a * cm, prev: 0, noise: Math.sqrt(1 - acpPrev), keepX: 0, keepModel: 0 };
+    const { cx, cm, next } = this.coefficients(stepIndex);
+    if (!next) return { x: cx, model: cm, prev: 0, noise: 0, keepX: 0, keepModel: 0 };
+    return { x: next.a * cx, model: next.a * cm, prev: 0, noise: next.b, keepX: 0, keepModel: 0 };
   }
 
   modelInputScale(): number {
