@@ -10,7 +10,7 @@
  * minutes. CPU workers with real weights are far slower: set JOB_TIMEOUT_MS there.
  * The clock starts when the inference thread starts the job, not while it waits its turn.
  */
-import { JobDeadlineError } from './runner.ts';
+import { asJobError, JobDeadlineError, type RunHooks } from './runner.ts';
 
 export interface DeadlineSettings {
   /** JOB_TIMEOUT_MS: the same deadline for every job. */
@@ -28,7 +28,7 @@ export function deadlineFor(work: { steps: number; batchSize: number; width: num
   return Math.round(DEADLINE_BASE_MS + DEADLINE_PER_STEP_MS * steps * work.batchSize * area);
 }
 
-export interface Deadline {
+interface Deadline {
   /** Aborts when the caller's signal does or when the deadline passes. */
   readonly signal: AbortSignal;
   /** Starts the clock (when the job starts running). */
@@ -38,7 +38,7 @@ export interface Deadline {
   explain(error: unknown): unknown;
 }
 
-export function withDeadline(parent: AbortSignal, ms: number): Deadline {
+function withDeadline(parent: AbortSignal, ms: number): Deadline {
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   let expired: JobDeadlineError | undefined;
@@ -59,4 +59,26 @@ export function withDeadline(parent: AbortSignal, ms: number): Deadline {
     },
     explain: (error) => expired ?? error,
   };
+}
+
+/**
+ * One request to the inference thread under a deadline that starts with the request itself
+ * (`run` gets the signal to pass on and the onStart to call); the daemon's onStart and
+ * onDeviceDone are called on the way; a failure comes out as what it means for the job
+ * (asJobError, or JobDeadlineError when the deadline stopped it).
+ */
+export async function underDeadline<T>(ms: number, hooks: Partial<RunHooks>, run: (signal: AbortSignal, onStart: () => void) => Promise<T>): Promise<T> {
+  const deadline = withDeadline(hooks.signal ?? new AbortController().signal, ms);
+  try {
+    const result = await run(deadline.signal, () => {
+      deadline.start();
+      hooks.onStart?.();
+    });
+    hooks.onDeviceDone?.();
+    return result;
+  } catch (error) {
+    throw deadline.explain(asJobError(error));
+  } finally {
+    deadline.clear();
+  }
 }

@@ -29,12 +29,12 @@ import { controlPlanFor, repairModeFor } from '../workflows/control.ts';
 import type { QrWorkflowName } from '../workflows/names.ts';
 import type { PresetName } from '../workflows/presets.ts';
 import { jobControlImage } from './control-image-runner.ts';
-import { deadlineFor, withDeadline, type DeadlineSettings } from './deadline.ts';
+import { deadlineFor, underDeadline, type DeadlineSettings } from './deadline.ts';
 import type { FinishPool, FinishResult } from './finish-pool.ts';
 import type { InferenceClient, ProgressListener } from './inference-client.ts';
 import type { InferencePlan, InferenceResult, ThreadSpan } from './inference-protocol.ts';
 import { runOutpaintJob } from './outpaint-job.ts';
-import { asJobError, JobInputError, type JobRunner, type RenderedImage, type RunHooks, type RunOutcome } from './runner.ts';
+import { JobInputError, type JobRunner, type RenderedImage, type RunHooks, type RunOutcome } from './runner.ts';
 
 export interface DiffusionRunnerOptions {
   /** A started client (its manifest gives the defaults). */
@@ -150,16 +150,11 @@ export class DiffusionRunner implements JobRunner {
     // hands it over, while the thread goes on with the next image, the NSFW check, the next job.
     const finishing: Promise<FinishResult>[] = [];
     const finish = (image: RawImage): Promise<FinishResult> => this.options.finishing.finish(image, scan);
-    const deadline = withDeadline(signal, deadlineFor(inferencePlan, this.nativeSize(settings), this.options.deadline));
     const i0 = performance.now();
-    let result: InferenceResult;
-    try {
-      result = await this.options.inference.run(inferencePlan, {
-        signal: deadline.signal,
-        onStart: () => {
-          deadline.start();
-          options.onStart?.();
-        },
+    const result: InferenceResult = await underDeadline(deadlineFor(inferencePlan, this.nativeSize(settings), this.options.deadline), { ...options, signal }, (deadlineSignal, onStart) =>
+      this.options.inference.run(inferencePlan, {
+        signal: deadlineSignal,
+        onStart,
         onProgress: (step, total) => {
           log.debug({ step, total }, 'generation step');
           options.onProgress?.(step, total);
@@ -169,13 +164,8 @@ export class DiffusionRunner implements JobRunner {
           // Observed below; an NSFW or failed run may never await it.
           finishing[index].catch(() => undefined);
         },
-      });
-    } catch (error) {
-      throw deadline.explain(asJobError(error));
-    } finally {
-      deadline.clear();
-    }
-    options.onDeviceDone?.();
+      }),
+    );
     Object.assign(timings, result.timings);
     // The whole round trip to the thread (waiting behind another job included).
     timings.inference = performance.now() - i0;

@@ -18,11 +18,11 @@ import type { OutboundPolicy } from '../net/safe-url.ts';
 import type { JobMessage } from '../queue/schemas.ts';
 import { OUTPAINTING_TYPES, type OutpaintingType } from '../workflows/catalogue.ts';
 import { resolveOutpainting } from '../pipeline/manifest.ts';
-import { deadlineFor, withDeadline, type DeadlineSettings } from './deadline.ts';
+import { deadlineFor, underDeadline, type DeadlineSettings } from './deadline.ts';
 import type { FinishPool, FinishResult } from './finish-pool.ts';
 import type { InferenceClient, ProgressListener } from './inference-client.ts';
 import type { OutpaintPlan } from './inference-protocol.ts';
-import { asJobError, JobInputError, type RunHooks, type RunOutcome } from './runner.ts';
+import { JobInputError, type RunHooks, type RunOutcome } from './runner.ts';
 
 export interface OutpaintJobOptions extends Partial<RunHooks> {
   readonly inference: InferenceClient;
@@ -88,17 +88,12 @@ export async function runOutpaintJob(job: JobMessage, options: OutpaintJobOption
 
   const i0 = performance.now();
   let png: Promise<FinishResult> | undefined;
-  let result;
-  const deadline = withDeadline(options.signal ?? new AbortController().signal, outpaintDeadline(options, plan.type));
-  try {
-    result = await options.inference.outpaint(
+  const result = await underDeadline(outpaintDeadline(options, plan.type), options, (signal, onStart) =>
+    options.inference.outpaint(
       { ...plan, image },
       {
-        signal: deadline.signal,
-        onStart: () => {
-          deadline.start();
-          options.onStart?.();
-        },
+        signal,
+        onStart,
         onProgress: (step, total) => {
           log.debug({ step, total }, 'outpainting step');
           options.onProgress?.(step, total);
@@ -109,13 +104,8 @@ export async function runOutpaintJob(job: JobMessage, options: OutpaintJobOption
           png.catch(() => undefined);
         },
       },
-    );
-  } catch (error) {
-    throw deadline.explain(asJobError(error));
-  } finally {
-    deadline.clear();
-  }
-  options.onDeviceDone?.();
+    ),
+  );
   Object.assign(timings, result.timings);
   timings.inference = performance.now() - i0;
   delete timings.total;
