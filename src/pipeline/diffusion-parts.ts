@@ -8,7 +8,7 @@ import type { RawImage } from '../image/raw.ts';
 import type { TextConditioning } from './denoisers.ts';
 import type { ModelSessions } from './sessions.ts';
 import { floatTensor, idsTensor, toFloat32, unpackRgbPlanar } from './tensors.ts';
-import { cropPlanes, NATIVE_SLACK, TileBlender, tileGrid, tileWeights } from './tiles.ts';
+import { canvasTiles, cropPlanes, TileBlender, tileWeights, type LatentTiling } from './tiles.ts';
 
 /** Adds the wall time of each awaited stage to timings[stage] (stages may repeat). */
 export class StageClock<S extends string> {
@@ -34,24 +34,16 @@ export async function encodePrompts(model: ModelSessions, prompt: string, negati
   return { hidden: toFloat32(t), rows: texts.length, tokens, width };
 }
 
-/** Canvases larger than tile.size² latents go through the VAE in overlapping tiles (see tiles.ts). */
-export interface VaeTiling {
-  readonly size: number;
-  readonly overlap: number;
-}
-
-const fitsOneCall = (h: number, w: number, tile: VaeTiling | undefined): boolean => !tile || (h <= tile.size && w <= tile.size) || h * w <= tile.size * tile.size * NATIVE_SLACK;
-
 /**
  * RGB planes [3,H,W] in [-1,1] → diffusion-space latents [4,H/8,W/8]: the mean when the encoder
  * returns mean ‖ logvar (diffusers' argmax mode). Large canvases are encoded tile by tile and the
  * tiles' latents blended over their overlaps.
  */
-export async function vaeEncode(model: ModelSessions, planes: Float32Array, width: number, height: number, tile?: VaeTiling): Promise<Float32Array> {
+export async function vaeEncode(model: ModelSessions, planes: Float32Array, width: number, height: number, tiling?: LatentTiling): Promise<Float32Array> {
   const h = height / 8;
   const w = width / 8;
-  if (fitsOneCall(h, w, tile)) return vaeEncodeOnce(model, planes, width, height);
-  const grid = tileGrid(w, h, Math.min(w, tile!.size), Math.min(h, tile!.size), tile!.overlap);
+  const grid = tiling && canvasTiles(w, h, tiling);
+  if (!grid) return vaeEncodeOnce(model, planes, width, height);
   const blender = new TileBlender(4, w, h);
   for (const rect of grid.tiles) {
     const pixels = { x: rect.x * 8, y: rect.y * 8, width: rect.width * 8, height: rect.height * 8 };
@@ -77,10 +69,10 @@ async function vaeEncodeOnce(model: ModelSessions, planes: Float32Array, width: 
 }
 
 /** One image's latents [4,h,w] (diffusion space) → RGB of 8w × 8h; large canvases tile by tile, blended in pixels. */
-export async function vaeDecode(model: ModelSessions, latents: Float32Array, h: number, w: number, tile?: VaeTiling): Promise<RawImage> {
-  if (fitsOneCall(h, w, tile)) return unpackRgbPlanar(await vaeDecodeOnce(model, latents, h, w), 0, 8 * w, 8 * h);
-  const grid = tileGrid(w, h, Math.min(w, tile!.size), Math.min(h, tile!.size), tile!.overlap);
-  const pixelGrid = { width: 8 * w, height: 8 * h, overlap: 8 * tile!.overlap };
+export async function vaeDecode(model: ModelSessions, latents: Float32Array, h: number, w: number, tiling?: LatentTiling): Promise<RawImage> {
+  const grid = tiling && canvasTiles(w, h, tiling);
+  if (!grid) return unpackRgbPlanar(await vaeDecodeOnce(model, latents, h, w), 0, 8 * w, 8 * h);
+  const pixelGrid = { width: 8 * w, height: 8 * h, overlap: 8 * grid.overlap };
   const blender = new TileBlender(3, 8 * w, 8 * h);
   for (const rect of grid.tiles) {
     const pixels = { x: rect.x * 8, y: rect.y * 8, width: rect.width * 8, height: rect.height * 8 };

@@ -33,6 +33,27 @@ export function tileStarts(length: number, tile: number, overlap: number): numbe
   return Array.from({ length: n }, (_, i) => Math.round((i * (length - tile)) / (n - 1)));
 }
 
+/** Native-size latent tiles (side `size`), overlapping by at least `overlap` latents. */
+export interface LatentTiling {
+  readonly size: number;
+  readonly overlap: number;
+}
+
+/** The tiling of a model: tiles of its native size (whole multiples of its sizeMultiple), a quarter tile of overlap. */
+export function latentTiling(nativeSize: number, multiple = 8): LatentTiling {
+  const size = Math.max(1, Math.floor(nativeSize / multiple) * (multiple / 8));
+  return { size, overlap: Math.max(1, Math.round(size / 4)) };
+}
+
+/**
+ * The tiles a w × h latent canvas is cut into, or undefined when one call takes it whole (up to
+ * the native area, with NATIVE_SLACK): the one rule for the denoiser and the VAE alike.
+ */
+export function canvasTiles(w: number, h: number, tiling: LatentTiling): TileGrid | undefined {
+  if (h * w <= tiling.size * tiling.size * NATIVE_SLACK) return undefined;
+  return tileGrid(w, h, Math.min(w, tiling.size), Math.min(h, tiling.size), tiling.overlap);
+}
+
 /** Tiles of at most tileWidth × tileHeight cells over a width × height canvas. */
 export function tileGrid(width: number, height: number, tileWidth: number, tileHeight: number, overlap: number): TileGrid {
   const xs = tileStarts(width, tileWidth, overlap);
@@ -80,7 +101,7 @@ export class TileBlender {
   constructor(
     private readonly channels: number,
     private readonly width: number,
-    private readonly height: number,
+    height: number,
   ) {
     this.plane = width * height;
     this.sum = new Float32Array(channels * this.plane);

@@ -32,7 +32,7 @@ import { GaussianStream, MAX_SEED } from './random.ts';
 import { createScheduler, img2imgStartIndex, type NoiseSource, type Scheduler, type SchedulerConfig, type SchedulerName } from './schedulers/index.ts';
 import type { DiffusionModel } from './sessions.ts';
 import type { TextConditioning } from './denoisers.ts';
-import { cropPlanes, NATIVE_SLACK, TileBlender, tileGrid, tileWeights } from './tiles.ts';
+import { canvasTiles, cropPlanes, latentTiling, NATIVE_SLACK, TileBlender, tileWeights } from './tiles.ts';
 import { packRgbPlanar } from './tensors.ts';
 
 export type { Size } from './framing.ts';
@@ -262,19 +262,13 @@ export async function img2img(pass: PassContext & { readonly stagePrefix: PassPr
   const w = image.width / 8;
   const planes = new Float32Array(3 * image.width * image.height);
   packRgbPlanar(image, planes, 0, 2, -1);
-  const tile = latentTile(pass.nativeSize, target.model.spec.sizeMultiple);
-  const clean = await timer.time(`${prefix}vae_encode`, () => vaeEncode(target.model, planes, image.width, image.height, tile));
+  const tiling = latentTiling(pass.nativeSize, target.model.spec.sizeMultiple);
+  const clean = await timer.time(`${prefix}vae_encode`, () => vaeEncode(target.model, planes, image.width, image.height, tiling));
   const scheduler = createScheduler(request.scheduler, request.steps, { ...target.model.spec.scheduler.config, ...request.schedulerConfig });
   const noisy = scheduler.addNoise(clean, noise(clean.length), start);
-  const tiles = tileGrid(w, h, Math.min(w, tile.size), Math.min(h, tile.size), tile.overlap).tiles.length;
   const out = await denoise({ ...pass, h, w, batch: 1, control, scheduler, noise }, noisy, start);
-  return { image: await timer.time(`${prefix}vae_decode`, () => vaeDecode(target.model, out, h, w, tile)), tiles };
-}
-
-/** Native-size latent tiles with a quarter of a tile of overlap. */
-export function latentTile(nativeSize: number, multiple = 8): { size: number; overlap: number } {
-  const size = Math.max(1, Math.floor(nativeSize / multiple) * (multiple / 8));
-  return { size, overlap: Math.max(1, Math.round(size / 4)) };
+  const tiles = canvasTiles(w, h, tiling)?.tiles.length ?? 1;
+  return { image: await timer.time(`${prefix}vae_decode`, () => vaeDecode(target.model, out, h, w, tiling)), tiles };
 }
 
 interface LoopContext extends PassContext {
@@ -298,10 +292,8 @@ async function startRegions(ctx: LoopContext): Promise<Region[]> {
   const { h, w, batch, request, text, timer, stagePrefix } = ctx;
   const time = <T>(stage: DenoiserStage, fn: () => Promise<T>): Promise<T> => timer.time(`${stagePrefix}${stage}` as Txt2ImgStage, fn);
   const setup = { text, batch, controlScale: request.controlScale, guidance: request.guidance, time };
-  const native = ctx.nativeSize / 8;
-  if (h * w <= native * native * NATIVE_SLACK) return [{ rect: { x: 0, y: 0, width: w, height: h }, model: await ctx.target.denoiser.start({ ...setup, h, w, control: ctx.control }) }];
-  const tile = latentTile(ctx.nativeSize, ctx.target.model.spec.sizeMultiple);
-  const grid = tileGrid(w, h, Math.min(w, tile.size), Math.min(h, tile.size), tile.overlap);
+  const grid = canvasTiles(w, h, latentTiling(ctx.nativeSize, ctx.target.model.spec.sizeMultiple));
+  if (!grid) return [{ rect: { x: 0, y: 0, width: w, height: h }, model: await ctx.target.denoiser.start({ ...setup, h, w, control: ctx.control }) }];
   const regions: Region[] = [];
   for (const rect of grid.tiles) {
     const control = cropImage(ctx.control, { x: rect.x * 8, y: rect.y * 8, width: rect.width * 8, height: rect.height * 8 });

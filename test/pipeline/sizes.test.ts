@@ -14,8 +14,8 @@ import { resizeImage } from '../../src/image/decode.ts';
 import type { RawImage } from '../../src/image/raw.ts';
 import { toLuma } from '../../src/image/luma.ts';
 import type { PipelineSessions, DiffusionModel } from '../../src/pipeline/sessions.ts';
-import { tileGrid } from '../../src/pipeline/tiles.ts';
-import { generate, latentTile, type Txt2ImgRequest } from '../../src/pipeline/txt2img.ts';
+import { canvasTiles, latentTiling } from '../../src/pipeline/tiles.ts';
+import { generate, type Txt2ImgRequest } from '../../src/pipeline/txt2img.ts';
 import { placementFor, renderControlImage, type ControlImage } from '../../src/qr/control-image.ts';
 import { ASPECT_RATIOS, OUTPUT_SIZES, RESOLUTIONS } from '../../src/workflows/sizes.ts';
 import { demoSessions } from '../helpers/demo-sessions.ts';
@@ -105,8 +105,7 @@ function seamStep(image: RawImage, boundaries: readonly number[], axis: 'x' | 'y
 
 /** Tile edges of a refinement at `refined`, in output pixels along one axis. */
 function tileEdges(refined: { width: number; height: number }, output: { width: number; height: number }, axis: 'x' | 'y'): number[] {
-  const tile = latentTile(768);
-  const grid = tileGrid(refined.width / 8, refined.height / 8, tile.size, tile.size, tile.overlap);
+  const grid = canvasTiles(refined.width / 8, refined.height / 8, latentTiling(768))!;
   const scale = axis === 'x' ? output.width / refined.width : output.height / refined.height;
   const edges = new Set<number>();
   for (const t of grid.tiles) {
