@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_IMAGE_FETCH_LIMITS } from './image/fetch.ts';
 import { EXECUTION_PROVIDER_VALUES } from './pipeline/providers.ts';
+import type { PostgresLimits } from './store/database.ts';
 
 const boolean = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
@@ -17,6 +18,14 @@ export const ConfigSchema = z.object({
   DATA_DIR: z.string().default('./data'),
   /** PostgreSQL server; when unset, the embedded PGlite database in DATA_DIR/pglite is used. */
   DATABASE_URL: z.string().optional(),
+  /** PostgreSQL connections per process. */
+  DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /** Connecting to PostgreSQL, or waiting for a free pooled connection, before answering 503. */
+  DB_CONNECT_TIMEOUT_MS: milliseconds.default(2000),
+  /** One statement, on the client (a stalled server) and the server (statement_timeout), before answering 503. */
+  DB_QUERY_TIMEOUT_MS: milliseconds.default(3000),
+  /** How long a create's Idempotency-Key is remembered (then it may be used afresh). */
+  IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().positive().max(24 * 30).default(24),
   /** NATS servers, comma separated; when unset, `start` runs a local nats-server. */
   NATS_URL: z.string().optional(),
   /** Standard Webhooks secret (whsec_…); when unset one is generated and kept in DATA_DIR. */
@@ -112,4 +121,9 @@ export function warmUpSizes(value: string): false | 'native' | { width: number; 
     const [width, height] = s.split('x').map(Number);
     return { width: width!, height: height! };
   });
+}
+
+/** The PostgreSQL bounds the configuration asks for (store/database.ts). */
+export function postgresLimits(config: Config): PostgresLimits {
+  return { poolSize: config.DB_POOL_SIZE, connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS, queryTimeoutMs: config.DB_QUERY_TIMEOUT_MS };
 }

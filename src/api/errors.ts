@@ -1,4 +1,5 @@
 import type { FastifyError } from 'fastify';
+import { DependencyUnavailableError } from '../util/unavailable.ts';
 
 /** `details` entry of the error body: which field broke which rule. */
 export interface ErrorDetail {
@@ -14,6 +15,7 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'unauthorized'
   | 'insufficient_credits'
+  | 'idempotency_key_reused'
   | 'not_found'
   | 'method_not_allowed'
   | 'service_unavailable'
@@ -29,6 +31,8 @@ export class ApiError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details: ErrorDetail[] = [],
+    /** Sent as Retry-After: when trying again makes sense (503). */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
   }
@@ -50,9 +54,20 @@ export const unauthorized = (message: string) => new ApiError(401, 'unauthorized
 
 export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);
 
+/** A dependency outage: nothing was done, the same request may be sent again after Retry-After. */
+export const serviceUnavailable = (error: DependencyUnavailableError) =>
+  new ApiError(
+    503,
+    'service_unavailable',
+    `the service is temporarily unavailable (${error.dependency}); nothing was changed, retry after ${error.retryAfterSeconds} s`,
+    [{ field: '', rule: `${error.dependency}_available` }],
+    error.retryAfterSeconds,
+  );
+
 /** Maps fastify's own errors (body parsing, size, media type) to our body; anything else is a 500. */
 export function toApiError(error: FastifyError | Error): ApiError {
   if (error instanceof ApiError) return error;
+  if (error instanceof DependencyUnavailableError) return serviceUnavailable(error);
   const code = (error as FastifyError).code;
   switch (code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':

@@ -17,6 +17,8 @@ export interface ApiDependencies {
   reader: PredictionReader;
   apiKeyCacheTtlMs: number;
   images: ObjectStore;
+  /** Whether NATS is connected now (queue/connection.ts). */
+  brokerConnected: () => boolean;
   logger: Logger;
   readiness: Record<string, ReadinessCheck>;
   allowPrivateUrls: boolean;
@@ -52,7 +54,9 @@ export function buildApi(deps: ApiDependencies) {
 
   app.setErrorHandler((error, request, reply) => {
     const apiError = toApiError(error as FastifyError);
-    if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
+    if (apiError.statusCode === 503) request.log.warn({ err: error }, 'dependency unavailable');
+    else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
+    if (apiError.retryAfterSeconds !== undefined) reply.header('retry-after', String(apiError.retryAfterSeconds));
     return reply.code(apiError.statusCode).send(apiError.toBody());
   });
   app.setNotFoundHandler((request, reply) => {
@@ -62,7 +66,7 @@ export function buildApi(deps: ApiDependencies) {
 
   app.register(healthRoutes, { checks: deps.readiness });
   app.register(docsRoutes);
-  app.register(fileRoutes, { images: deps.images });
+  app.register(fileRoutes, { images: deps.images, brokerConnected: deps.brokerConnected });
   app.register(predictionRoutes, {
     db: deps.db,
     submitter: deps.submitter,

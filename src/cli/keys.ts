@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import type { Config } from '../config.ts';
+import { postgresLimits, type Config } from '../config.ts';
 import { addApiKey, AccountError, balanceOf, ensureUser, generateApiKey, grantCredits, listAccounts, revokeApiKey } from '../store/accounts.ts';
 import { openDatabase } from '../store/database.ts';
 
@@ -39,7 +39,7 @@ export async function keysCommand(argv: string[], config: Config): Promise<numbe
     },
     strict: true,
   });
-  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: path.join(config.DATA_DIR, 'pglite') });
+  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: path.join(config.DATA_DIR, 'pglite'), limits: postgresLimits(config) });
   try {
     switch (action) {
       case 'create': {

@@ -13,6 +13,13 @@ import { webhookDeliveryFor } from './webhook-delivery.ts';
  * Applies worker status events to the records. Idempotent and monotonic (the store
  * refuses to move a record backwards or twice into one state), so redelivered or
  * reordered events are harmless; the message is acked only after the transaction commits.
+ *
+ * Every API replica pulls from the same durable consumer, so one prediction's events are
+ * applied in parallel by different replicas, and a replica killed while holding one gets it
+ * redelivered to another only after the consumer's ack wait (30 s): an `executing` can then
+ * be applied well after `executed`. Ordering is therefore not relied on: each event carries
+ * what it needs (a terminal event its start time) and applyTransition merges them the same
+ * way whatever the order.
  */
 export function startEventApplier(deps: { db: Database; queue: Queue; relay: OutboxRelay; logger: Logger; publicBaseUrl: () => string; onChange: (record: PredictionRecord) => void }): RunningConsumer {
   const logger = deps.logger.child({ component: 'event-applier' });
@@ -34,6 +41,9 @@ export function startEventApplier(deps: { db: Database; queue: Queue; relay: Out
         deps.onChange(change.record);
         logger.info({ predictionId: event.predictionId, status: event.status, workerId: event.workerId }, 'prediction status changed');
         deps.relay.publish(change.outbox);
+      } else if (change.corrected) {
+        deps.onChange(change.corrected);
+        logger.info({ predictionId: event.predictionId, startedAt: change.corrected.startedAt }, 'late executing event folded into the finished record');
       } else {
         logger.debug({ predictionId: event.predictionId, status: event.status, current: change.current }, 'status event ignored');
       }

@@ -1,20 +1,28 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../store/database.ts';
-import { createPredictions, type NewPrediction, type PredictionRecord } from '../store/predictions.ts';
+import type { IdempotencyClaim } from '../store/idempotency.ts';
+import { createPredictions, type CreateResult, type NewPrediction } from '../store/predictions.ts';
+import { DependencyUnavailableError } from '../util/unavailable.ts';
 import type { OutboxRelay } from '../queue/outbox-relay.ts';
 import { subjects } from '../queue/subjects.ts';
 import type { JobMessage } from '../queue/schemas.ts';
 import { catalogue } from '../workflows/catalogue.ts';
 import type { ParsedPrediction } from '../workflows/validate.ts';
 
+/** A create that went through: a new prediction, or the one its Idempotency-Key made before. */
+export type Submitted = Extract<CreateResult, { ok: true }>;
+
 export interface PredictionSubmitter {
-  /** Charges, records and queues one validated prediction; throws InsufficientCreditsError. */
-  submit(userId: string, parsed: ParsedPrediction): Promise<PredictionRecord>;
+  /**
+   * Charges, records and queues one validated prediction; throws InsufficientCreditsError,
+   * IdempotencyKeyReusedError, or DependencyUnavailableError (nothing was done).
+   */
+  submit(userId: string, parsed: ParsedPrediction, idempotency?: IdempotencyClaim): Promise<Submitted>;
 }
 
 interface Waiting {
   prediction: NewPrediction;
-  resolve(record: PredictionRecord): void;
+  resolve(result: Submitted): void;
   reject(error: unknown): void;
 }
 
@@ -24,19 +32,24 @@ interface Waiting {
  * committed at once, a burst costs a few statements instead of a few per request.
  * After each commit the relay publishes the committed jobs straight to JetStream.
  */
-export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBatch?: number }): PredictionSubmitter {
+export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBatch?: number; idempotencyTtlMs?: number }): PredictionSubmitter {
   const maxBatch = deps.maxBatch ?? 128;
   const waiting: Waiting[] = [];
   let committing = false;
 
   async function commit(batch: Waiting[]): Promise<void> {
     try {
-      const { results, outbox } = await createPredictions(deps.db, batch.map((entry) => entry.prediction));
+      const { results, outbox } = await createPredictions(
+        deps.db,
+        batch.map((entry) => entry.prediction),
+        deps.idempotencyTtlMs !== undefined ? { idempotencyTtlMs: deps.idempotencyTtlMs } : {},
+      );
       deps.relay.publish(outbox);
-      results.forEach((result, index) => (result.ok ? batch[index]!.resolve(result.record) : batch[index]!.reject(result.error)));
+      results.forEach((result, index) => (result.ok ? batch[index]!.resolve(result) : batch[index]!.reject(result.error)));
     } catch (error) {
-      if (batch.length === 1) {
-        batch[0]!.reject(error);
+      // An outage fails every request alike; retrying them one by one would only wait longer.
+      if (batch.length === 1 || error instanceof DependencyUnavailableError) {
+        for (const entry of batch) entry.reject(error);
         return;
       }
       // One bad row must not fail the others: retry each on its own.
@@ -55,7 +68,7 @@ export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBat
   }
 
   return {
-    submit(userId, parsed) {
+    submit(userId, parsed, idempotency) {
       const id = randomUUID();
       const job: JobMessage = {
         id,
@@ -74,8 +87,9 @@ export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBat
         costCents: parsed.costCents,
         webhook: typeof parsed.input.webhook === 'string' ? parsed.input.webhook : null,
         job: { subject: subjects.job(catalogue[parsed.workflow].subjectToken), msgId: id, payload: job },
+        idempotency,
       };
-      return new Promise<PredictionRecord>((resolve, reject) => {
+      return new Promise<Submitted>((resolve, reject) => {
         waiting.push({ prediction, resolve, reject });
         if (!committing) {
           committing = true;

@@ -9,6 +9,8 @@ export interface Queue {
   js: JetStreamClient;
   jsm: JetStreamManager;
   images: ObjectStore;
+  /** False from a disconnect until the reconnect: callers answer 503 at once instead of waiting out a request timeout. */
+  connected(): boolean;
   close(): Promise<void>;
 }
 
@@ -20,6 +22,13 @@ export async function connectQueue(servers: string, name: string): Promise<Queue
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
   });
+  let connected = true;
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === 'disconnect' || status.type === 'reconnecting' || status.type === 'close') connected = false;
+      else if (status.type === 'reconnect') connected = true;
+    }
+  })();
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const images = await new Objm(js).create(OBJECT_BUCKET, { storage: StorageType.File });
@@ -28,6 +37,7 @@ export async function connectQueue(servers: string, name: string): Promise<Queue
     js,
     jsm,
     images,
+    connected: () => connected && !nc.isClosed(),
     async close() {
       if (nc.isClosed()) return;
       await nc.drain().catch(() => nc.close());

@@ -50,12 +50,21 @@ const eventBase = {
   workerId: z.string().min(1),
 };
 
+/**
+ * On a terminal event: when the worker published `executing` for this attempt. The events
+ * of one prediction may be applied out of order (API replicas share the applier consumer),
+ * so the terminal event carries the start as well and the record's history does not depend
+ * on which arrives first.
+ */
+const startedAt = z.iso.datetime().optional();
+
 /** Published by workers to `qrart.events.<predictionId>`. */
 export const StatusEvent = z.discriminatedUnion('status', [
   z.object({ ...eventBase, status: z.literal('executing') }),
   z.object({
     ...eventBase,
     status: z.literal('executed'),
+    startedAt,
     /** Object-store names of the output images, in request order; the API turns them into URLs. */
     images: z.array(z.string().regex(/^[A-Za-z0-9_-]{16,64}\.(png|jpg|webp)$/)).min(1),
     isScanables: z.array(z.boolean()),
@@ -65,6 +74,7 @@ export const StatusEvent = z.discriminatedUnion('status', [
   z.object({
     ...eventBase,
     status: z.literal('failed'),
+    startedAt,
     error: PredictionError,
     /** NSFW rejections are not refunded (spec 7); every other failure is. */
     nsfw: z.boolean().default(false),
@@ -81,5 +91,13 @@ export const WebhookDelivery = z.object({
   url: z.string().min(1),
   /** The get-prediction response body at the moment of the transition, serialized once. */
   body: z.string(),
+  /**
+   * Which attempt this message is for; absent on the first. A retry is queued as a copy with
+   * the next number (the dispatcher's redelivery count cannot say it: a delivery that waited
+   * for a busy destination is redelivered without having been attempted).
+   */
+  attempt: z.number().int().min(1).optional(),
+  /** A retry is not attempted before this time (the retry schedule's delay). */
+  notBefore: z.iso.datetime().optional(),
 });
 export type WebhookDelivery = z.infer<typeof WebhookDelivery>;

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { buildApi, type ApiApp } from '../api/server.ts';
 import type { ReadinessCheck } from '../api/routes/health.ts';
-import { parseApiKeysSpec, publicBaseUrl, type Config } from '../config.ts';
+import { parseApiKeysSpec, postgresLimits, publicBaseUrl, type Config } from '../config.ts';
 import { startEventApplier } from '../predictions/apply-events.ts';
 import { createSubmitter } from '../predictions/create.ts';
 import { createPredictionReader } from '../predictions/reader.ts';
@@ -12,6 +12,7 @@ import { startOutboxRelay } from '../queue/outbox-relay.ts';
 import { ensureTopology } from '../queue/topology.ts';
 import { seedFromSpec } from '../store/accounts.ts';
 import { openDatabase, type Database } from '../store/database.ts';
+import { startKeyPruner } from '../store/idempotency.ts';
 import { startWebhookDispatcher } from '../webhooks/dispatcher.ts';
 import { DEFAULT_WEBHOOK_SCHEDULE_MS, parseScheduleMs } from '../webhooks/retry-policy.ts';
 import { resolveWebhookSecret } from './webhook-secret.ts';
@@ -36,7 +37,7 @@ export interface ApiServiceOptions {
 /** The control plane: database, NATS topology, background consumers and the HTTP server. */
 export async function startApiService(options: ApiServiceOptions): Promise<ApiService> {
   const { config, logger } = options;
-  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: path.join(config.DATA_DIR, 'pglite') });
+  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: path.join(config.DATA_DIR, 'pglite'), limits: postgresLimits(config) });
   logger.info({ database: db.kind }, 'database ready');
   await seedFromSpec(db, parseApiKeysSpec(config.API_KEYS));
 
@@ -49,6 +50,8 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
   // Known for sure only once listening (PORT=0 picks a free port).
   let baseUrl = publicBaseUrl(config);
   const reader = createPredictionReader(db, config.READ_CACHE_TTL_MS);
+  const idempotencyTtlMs = config.IDEMPOTENCY_KEY_TTL_HOURS * 3600_000;
+  const keyPruner = startKeyPruner(db, idempotencyTtlMs, logger);
   const relay = startOutboxRelay({ db, js: queue.js, logger: logger.child({ component: 'outbox' }) });
   const background = [
     startEventApplier({ db, queue, relay, logger, publicBaseUrl: () => baseUrl, onChange: reader.remember }),
@@ -65,17 +68,18 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
 
   const app = buildApi({
     db,
-    submitter: createSubmitter({ db, relay }),
+    submitter: createSubmitter({ db, relay, idempotencyTtlMs }),
     reader,
     apiKeyCacheTtlMs: config.API_KEY_CACHE_TTL_MS,
     images: queue.images,
+    brokerConnected: queue.connected,
     logger,
     allowPrivateUrls: config.ALLOW_PRIVATE_URLS,
     bodyLimit: config.BODY_LIMIT_BYTES,
     readiness: {
       database: async () => (await db.query('SELECT 1')).rows.length === 1,
       nats: async () => {
-        if (queue.nc.isClosed()) return false;
+        if (!queue.connected()) return false;
         await queue.nc.flush();
         return true;
       },
@@ -95,6 +99,7 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
     stop() {
       stopping ??= (async () => {
         await app.close();
+        keyPruner.stop();
         await Promise.all(background.map((consumer) => consumer.stop()));
         await relay.stop();
         await queue.close();

@@ -120,16 +120,30 @@ export async function listAccounts(db: Queryable): Promise<UserSummary[]> {
 }
 
 /**
- * Seeds users and keys from API_KEYS ("userId:apiKey:credits,..."). Idempotent: a key
- * already present is left alone and its credits are granted only when the key is new,
- * so restarting with the same variable never mints credits twice.
+ * Seeds users and keys from API_KEYS ("userId:apiKey:credits,..."). Idempotent, also when
+ * several replicas start at once: each entry is one transaction that inserts the key with
+ * ON CONFLICT DO NOTHING and grants the credits only when its insert took. A concurrent
+ * insert of the same key waits on the unique index for the first transaction, then does
+ * nothing, so a new user is granted once whatever the race, and restarting with the same
+ * variable never mints credits again.
  */
 export async function seedFromSpec(db: Database, spec: readonly SeedEntry[]): Promise<void> {
   for (const entry of spec) {
-    const { rows } = await db.query('SELECT 1 FROM api_keys WHERE key_hash = $1', [hashApiKey(entry.apiKey)]);
+    const keyHash = hashApiKey(entry.apiKey);
+    const { rows } = await db.query('SELECT 1 FROM api_keys WHERE key_hash = $1', [keyHash]);
     if (rows.length > 0) continue;
-    await addApiKey(db, entry.userId, entry.apiKey, 'API_KEYS');
-    if (entry.credits > 0) await grantCredits(db, entry.userId, Math.round(entry.credits * 100));
+    await db.transaction(async (tx) => {
+      await ensureUser(tx, entry.userId);
+      const { rows: inserted } = await tx.query(
+        `INSERT INTO api_keys (id, user_id, key_hash, label) VALUES ($1, $2, $3, 'API_KEYS')
+         ON CONFLICT (key_hash) DO NOTHING RETURNING id`,
+        [`key_${randomBytes(8).toString('hex')}`, entry.userId, keyHash],
+      );
+      if (inserted.length === 0 || entry.credits <= 0) return;
+      const cents = Math.round(entry.credits * 100);
+      await tx.query('UPDATE users SET balance_cents = balance_cents + $2 WHERE id = $1', [entry.userId, cents]);
+      await tx.query("INSERT INTO credit_ledger (user_id, delta_cents, reason) VALUES ($1, $2, 'grant')", [entry.userId, cents]);
+    });
   }
 }
 

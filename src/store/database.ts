@@ -20,16 +20,28 @@ export interface Database extends Queryable {
   close(): Promise<void>;
 }
 
+/** Bounds on a PostgreSQL server's connection (config DB_*): a stalled server fails fast. */
+export interface PostgresLimits {
+  poolSize: number;
+  /** Connecting, and waiting for a free pooled connection. */
+  connectTimeoutMs: number;
+  /** One statement, enforced by the client (a paused server) and by the server. */
+  queryTimeoutMs: number;
+}
+
+export const DEFAULT_POSTGRES_LIMITS: PostgresLimits = { poolSize: 10, connectTimeoutMs: 2000, queryTimeoutMs: 3000 };
+
 export interface DatabaseOptions {
   /** postgres://… — when absent the embedded PGlite database in dataDir is used. */
   databaseUrl?: string | undefined;
+  limits?: PostgresLimits;
   /** Folder for PGlite's files; 'memory://' keeps it in memory (tests). */
   pgliteDir: string;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const db = options.databaseUrl
-    ? await (await import('./postgres.ts')).openPostgres(options.databaseUrl)
+    ? await (await import('./postgres.ts')).openPostgres(options.databaseUrl, options.limits ?? DEFAULT_POSTGRES_LIMITS)
     : await (await import('./pglite.ts')).openPglite(options.pgliteDir);
   const { migrate } = await import('./migrations.ts');
   await migrate(db);

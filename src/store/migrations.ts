@@ -74,6 +74,23 @@ const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
       );
     `,
   },
+  {
+    version: 2,
+    name: 'idempotency keys of creates',
+    sql: `
+      -- A client's Idempotency-Key on create, per user: which prediction it created and a
+      -- digest of the request it came with. Kept for IDEMPOTENCY_KEY_TTL_HOURS.
+      CREATE TABLE idempotency_keys (
+        user_id       text NOT NULL,
+        key           text NOT NULL,
+        request_hash  text NOT NULL,
+        prediction_id text NOT NULL,
+        created_at    timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (user_id, key)
+      );
+      CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);
+    `,
+  },
 ];
 
 export async function migrate(db: Database): Promise<void> {

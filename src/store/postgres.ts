@@ -1,41 +1,80 @@
 import pg from 'pg';
-import type { Database, Queryable, QueryResult } from './database.ts';
+import { DependencyUnavailableError } from '../util/unavailable.ts';
+import type { Database, PostgresLimits, Queryable, QueryResult } from './database.ts';
+import { isConnectionFailure } from './pg-errors.ts';
 
-export async function openPostgres(connectionString: string): Promise<Database> {
-  const pool = new pg.Pool({ connectionString, max: 10 });
-  // An idle client whose connection drops (server restart, failover) is emitted here; with no
-  // listener that would crash the process. The pool discards it and the next query reconnects.
+/** What a client should wait before retrying while the database is away. */
+const RETRY_AFTER_SECONDS = 2;
+
+/**
+ * node-postgres behind our Database interface, hardened for a server that restarts, fails
+ * over or stalls:
+ * - every client has an 'error' listener for its whole life (pg-pool listens only while a
+ *   client is idle; a connection reset during a transaction would otherwise be an unhandled
+ *   'error' event and take the process down);
+ * - connecting and waiting for a pooled client are bounded (connectTimeoutMs), and so is
+ *   every statement, on the client (queryTimeoutMs: a paused server never answers) and on
+ *   the server (statement_timeout, idle_in_transaction_session_timeout: it drops the work of
+ *   a client that gave up);
+ * - a client that saw a connection failure is destroyed, not returned to the pool, so the
+ *   pool heals by itself once the server is back;
+ * - such failures are thrown as DependencyUnavailableError (the API answers 503 with
+ *   Retry-After); any other error (a bug of ours) is thrown as it is.
+ */
+export async function openPostgres(connectionString: string, limits: PostgresLimits): Promise<Database> {
+  const pool = new pg.Pool({
+    connectionString,
+    max: limits.poolSize,
+    connectionTimeoutMillis: limits.connectTimeoutMs,
+    query_timeout: limits.queryTimeoutMs,
+    statement_timeout: limits.queryTimeoutMs,
+    idle_in_transaction_session_timeout: limits.queryTimeoutMs * 2,
+    keepAlive: true,
+  });
+  // An idle client whose connection drops is emitted here; the pool discards it.
   pool.on('error', () => undefined);
-  // Fail at start with the driver's message rather than on the first request.
-  const probe = await pool.connect();
-  probe.release();
+  // Checked-out clients: the error also rejects the pending query, which is where we act on it.
+  pool.on('connect', (client) => client.on('error', () => undefined));
+
+  const unavailable = (error: unknown): never => {
+    if (isConnectionFailure(error)) throw new DependencyUnavailableError('database', RETRY_AFTER_SECONDS, { cause: error });
+    throw error;
+  };
 
   const asQueryable = (target: pg.Pool | pg.PoolClient): Queryable => ({
     async query<Row>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<Row>> {
-      const result = await target.query(sql, params as unknown[]);
+      const result = await target.query(sql, params as unknown[]).catch(unavailable);
       return { rows: result.rows as Row[] };
     },
   });
+
+  // Fail at start with the driver's message rather than on the first request.
+  const probe = await pool.connect();
+  probe.release();
 
   return {
     kind: 'postgres',
     ...asQueryable(pool),
     async transaction(fn) {
-      const client = await pool.connect();
+      const client = await pool.connect().catch(unavailable);
+      let broken: unknown;
       try {
         await client.query('BEGIN');
         const value = await fn(asQueryable(client));
         await client.query('COMMIT');
         return value;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
+        if (isConnectionFailure(error) || error instanceof DependencyUnavailableError) broken = error;
+        // A broken connection cannot roll back; the server aborts the transaction when it sees the socket close.
+        else await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));
+        return unavailable(error);
       } finally {
-        client.release();
+        // Passing an error destroys the client instead of pooling a connection in an unknown state.
+        client.release(broken instanceof Error ? broken : broken === undefined ? undefined : new Error(String(broken)));
       }
     },
     exec: async (sql) => {
-      await pool.query(sql);
+      await pool.query(sql).catch(unavailable);
     },
     close: () => pool.end(),
   };

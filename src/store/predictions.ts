@@ -1,6 +1,7 @@
 import type { PredictionError, PredictionOutput, StatusEvent } from '../queue/schemas.ts';
 import { NSFW_ERROR, NSFW_OUTPUT } from '../queue/schemas.ts';
 import type { Database, Queryable } from './database.ts';
+import { claimId, DEFAULT_IDEMPOTENCY_TTL_MS, findLiveKeys, IdempotencyKeyReusedError, recordKeys, type IdempotencyClaim } from './idempotency.ts';
 import { enqueueOutbox, type OutboxMessage, type PendingOutboxMessage } from './outbox.ts';
 
 export type PredictionStatus = 'queued' | 'executing' | 'executed' | 'failed';
@@ -129,9 +130,16 @@ export interface NewPrediction {
   webhook: string | null;
   /** The job message, written to the outbox in the same transaction. */
   job: OutboxMessage;
+  /** The client's Idempotency-Key, when it sent one. */
+  idempotency?: IdempotencyClaim | undefined;
 }
 
-export type CreateResult = { ok: true; record: PredictionRecord } | { ok: false; error: InsufficientCreditsError };
+/** `replayed`: the Idempotency-Key was seen before; the record is the one it created (nothing charged now). */
+export type CreateResult =
+  | { ok: true; record: PredictionRecord; replayed: boolean }
+  | { ok: false; error: InsufficientCreditsError | IdempotencyKeyReusedError };
+
+type Outcome = InsufficientCreditsError | IdempotencyKeyReusedError | NewPrediction | { replayOf: string };
 
 /**
  * Charges each user and records each prediction and its job, all in one transaction:
@@ -146,6 +154,7 @@ export type CreateResult = { ok: true; record: PredictionRecord } | { ok: false;
 export async function createPredictions(
   db: Database,
   batch: readonly NewPrediction[],
+  options: { idempotencyTtlMs?: number } = {},
 ): Promise<{ results: CreateResult[]; outbox: PendingOutboxMessage[] }> {
   if (batch.length === 0) return { results: [], outbox: [] };
   return db.transaction(async (tx) => {
@@ -154,16 +163,41 @@ export async function createPredictions(
       'SELECT id, balance_cents FROM users WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE',
       [userIds],
     );
+    // With the users locked, no other create of theirs can commit a key meanwhile.
+    const claimed = batch.flatMap((p) => (p.idempotency ? [{ userId: p.userId, key: p.idempotency.key }] : []));
+    const liveKeys = await findLiveKeys(tx, claimed, options.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS);
+    const firstInBatch = new Map<string, { prediction: NewPrediction; outcome: Outcome }>();
     const balances = new Map(users.map((user) => [user.id, Number(user.balance_cents)]));
     const accepted: NewPrediction[] = [];
-    const outcomes: (InsufficientCreditsError | NewPrediction)[] = batch.map((prediction) => {
+    const charge = (prediction: NewPrediction): Outcome => {
       const balance = balances.get(prediction.userId) ?? 0;
       if (balance < prediction.costCents) return new InsufficientCreditsError(prediction.costCents, balance);
       balances.set(prediction.userId, balance - prediction.costCents);
       accepted.push(prediction);
       return prediction;
+    };
+    const outcomes: Outcome[] = batch.map((prediction) => {
+      if (prediction.idempotency) {
+        const id = claimId(prediction.userId, prediction.idempotency.key);
+        const recorded = liveKeys.get(id);
+        if (recorded) {
+          if (recorded.requestHash !== prediction.idempotency.requestHash) return new IdempotencyKeyReusedError(prediction.idempotency.key);
+          return { replayOf: recorded.predictionId };
+        }
+        const first = firstInBatch.get(id);
+        if (first) {
+          if (first.prediction.idempotency!.requestHash !== prediction.idempotency.requestHash) return new IdempotencyKeyReusedError(prediction.idempotency.key);
+          // The same request twice in one batch: the repeat shares the first's fate.
+          return first.outcome === first.prediction ? { replayOf: first.prediction.id } : first.outcome;
+        }
+        const outcome = charge(prediction);
+        firstInBatch.set(id, { prediction, outcome });
+        return outcome;
+      }
+      return charge(prediction);
     });
-    if (accepted.length === 0) return { results: outcomes.map((outcome) => ({ ok: false, error: outcome as InsufficientCreditsError })), outbox: [] };
+    const replayed = await recordsById(tx, outcomes.flatMap((outcome) => ('replayOf' in outcome ? [outcome.replayOf] : [])));
+    if (accepted.length === 0) return { results: outcomes.map((outcome) => settle(outcome, new Map(), replayed)), outbox: [] };
 
     const charged = userIds.filter((id) => accepted.some((prediction) => prediction.userId === id));
     await tx.query(
@@ -196,13 +230,30 @@ export async function createPredictions(
        SELECT user_id, delta, 'charge', prediction_id FROM unnest($1::text[], $2::bigint[], $3::text[]) AS v(user_id, delta, prediction_id)`,
       [column((p) => p.userId), column((p) => -p.costCents), column((p) => p.id)],
     );
+    await recordKeys(
+      tx,
+      accepted.flatMap((p) => (p.idempotency ? [{ userId: p.userId, key: p.idempotency.key, requestHash: p.idempotency.requestHash, predictionId: p.id }] : [])),
+    );
     const outbox = await enqueueOutbox(tx, column((p) => p.job));
     const records = new Map(accepted.map((p, index) => [p.id, newRecord(p, createdAt[index]!.ms)]));
-    const results = outcomes.map((outcome): CreateResult =>
-      outcome instanceof InsufficientCreditsError ? { ok: false, error: outcome } : { ok: true, record: records.get(outcome.id)! },
-    );
-    return { results, outbox };
+    for (const [id, record] of records) replayed.set(id, record);
+    return { results: outcomes.map((outcome) => settle(outcome, records, replayed)), outbox };
   });
+}
+
+/** A create's result from its outcome: a new record, a replayed one, or a refusal. */
+function settle(outcome: Outcome, created: Map<string, PredictionRecord>, replayed: Map<string, PredictionRecord>): CreateResult {
+  if (outcome instanceof InsufficientCreditsError || outcome instanceof IdempotencyKeyReusedError) return { ok: false, error: outcome };
+  if ('replayOf' in outcome) {
+    return { ok: true, record: replayed.get(outcome.replayOf)!, replayed: true };
+  }
+  return { ok: true, record: created.get(outcome.id)!, replayed: false };
+}
+
+async function recordsById(tx: Queryable, ids: readonly string[]): Promise<Map<string, PredictionRecord>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await tx.query<PredictionRow>(`SELECT ${COLUMNS} FROM predictions WHERE id = ANY($1::text[])`, [[...new Set(ids)]]);
+  return new Map(rows.map((row) => [row.id, toRecord(row)]));
 }
 
 /** One prediction; throws InsufficientCreditsError when the balance does not cover it. */
@@ -240,25 +291,25 @@ export async function listPredictions(
 const RANK: Record<PredictionStatus, number> = { queued: 0, executing: 1, executed: 2, failed: 2 };
 
 export type StatusChange =
-  | { applied: false; current: PredictionStatus | null }
+  | { applied: false; current: PredictionStatus | null; /** A late `executing` set the start of a finished record. */ corrected?: PredictionRecord }
   | { applied: true; record: PredictionRecord; webhook: string | null; outbox: PendingOutboxMessage[] };
 
 export type Transition =
   | { status: 'executing'; at: string }
-  | { status: 'executed'; at: string; output: PredictionOutput; isScanables: boolean[] }
-  | { status: 'failed'; at: string; error: PredictionError; refund: boolean; output?: string };
+  | { status: 'executed'; at: string; startedAt?: string | undefined; output: PredictionOutput; isScanables: boolean[] }
+  | { status: 'failed'; at: string; startedAt?: string | undefined; error: PredictionError; refund: boolean; output?: string };
 
 export function transitionFromEvent(event: StatusEvent, fileUrl: (name: string) => string): Transition {
   switch (event.status) {
     case 'executing':
       return { status: 'executing', at: event.at };
     case 'executed':
-      return { status: 'executed', at: event.at, output: { images: event.images.map(fileUrl), ...(event.caption !== undefined ? { caption: event.caption } : {}) }, isScanables: event.isScanables };
+      return { status: 'executed', at: event.at, startedAt: event.startedAt, output: { images: event.images.map(fileUrl), ...(event.caption !== undefined ? { caption: event.caption } : {}) }, isScanables: event.isScanables };
     case 'failed':
       // The spec fixes the NSFW error text and output; a worker cannot change them.
       return event.nsfw
-        ? { status: 'failed', at: event.at, error: NSFW_ERROR, refund: false, output: NSFW_OUTPUT }
-        : { status: 'failed', at: event.at, error: event.error, refund: true };
+        ? { status: 'failed', at: event.at, startedAt: event.startedAt, error: NSFW_ERROR, refund: false, output: NSFW_OUTPUT }
+        : { status: 'failed', at: event.at, startedAt: event.startedAt, error: event.error, refund: true };
   }
 }
 
@@ -267,6 +318,12 @@ export function transitionFromEvent(event: StatusEvent, fileUrl: (name: string) 
  * (queued → executing → executed | failed). A failure with refund returns the charge
  * through the ledger, whose unique index makes a second refund impossible. The webhook
  * delivery for the change is written to the outbox in the same transaction.
+ *
+ * Events may arrive in any order, so each one sets its own facts: a terminal event sets
+ * startedAt from the start it carries when no `executing` came first, and an `executing`
+ * that arrives after the end only moves startedAt to its own (earlier) time. That late
+ * `executing` sends no webhook: the terminal webhook already told the story, with startedAt,
+ * and a receiver must never see a prediction go back to executing (docs/api.md).
  */
 export async function applyTransition(
   db: Database,
@@ -278,6 +335,13 @@ export async function applyTransition(
     const { rows } = await tx.query<PredictionRow>(`SELECT ${COLUMNS} FROM predictions WHERE id = $1 FOR UPDATE`, [predictionId]);
     const row = rows[0];
     if (!row) return { applied: false, current: null };
+    if (transition.status === 'executing' && RANK[row.status] === 2) {
+      const { rows: corrected } = await tx.query<PredictionRow>(
+        `UPDATE predictions SET started_at = $2 WHERE id = $1 AND (started_at IS NULL OR started_at > $2) RETURNING ${COLUMNS}`,
+        [predictionId, transition.at],
+      );
+      return corrected[0] ? { applied: false, current: row.status, corrected: toRecord(corrected[0]) } : { applied: false, current: row.status };
+    }
     if (RANK[transition.status] <= RANK[row.status]) return { applied: false, current: row.status };
 
     let updated: PredictionRow[];
@@ -292,9 +356,9 @@ export async function applyTransition(
       case 'executed':
         ({ rows: updated } = await tx.query<PredictionRow>(
           `UPDATE predictions SET status = 'executed', output = $2::jsonb, is_scanables = $3::jsonb,
-              started_at = coalesce(started_at, $4), completed_at = $4, updated_at = now()
+              started_at = coalesce(started_at, $5, $4), completed_at = $4, updated_at = now()
             WHERE id = $1 RETURNING ${COLUMNS}`,
-          [predictionId, JSON.stringify(transition.output), JSON.stringify(transition.isScanables), transition.at],
+          [predictionId, JSON.stringify(transition.output), JSON.stringify(transition.isScanables), transition.at, transition.startedAt ?? null],
         ));
         break;
       case 'failed': {
@@ -310,9 +374,9 @@ export async function applyTransition(
         }
         ({ rows: updated } = await tx.query<PredictionRow>(
           `UPDATE predictions SET status = 'failed', error = $2::jsonb, output = $3::jsonb, refunded = $4,
-              completed_at = $5, updated_at = now()
+              started_at = coalesce(started_at, $6), completed_at = $5, updated_at = now()
             WHERE id = $1 RETURNING ${COLUMNS}`,
-          [predictionId, JSON.stringify(transition.error), JSON.stringify(transition.output ?? ''), transition.refund, transition.at],
+          [predictionId, JSON.stringify(transition.error), JSON.stringify(transition.output ?? ''), transition.refund, transition.at, transition.startedAt ?? null],
         ));
         break;
       }

@@ -84,7 +84,10 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
     const heartbeat = setInterval(() => msg.working(), options.heartbeatMs);
     const started = Date.now();
     let executing: Promise<void> | undefined;
-    const announce = (): Promise<void> => (executing ??= publishEvent({ predictionId: job.id, status: 'executing', at: new Date().toISOString(), workerId }));
+    // Kept for the terminal event too (schemas.ts: events may be applied out of order).
+    let startedAt: string | undefined;
+    const announce = (): Promise<void> =>
+      (executing ??= publishEvent({ predictionId: job.id, status: 'executing', at: (startedAt ??= new Date().toISOString()), workerId }));
     const releaseDevice = (): void => {
       const h = held.get(msg);
       if (h?.device) (h.device = false), changed();
@@ -102,7 +105,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
       }
       await announce().catch(() => ((executing = undefined), announce()));
       if (outcome.kind === 'nsfw') {
-        await publishEvent({ predictionId: job.id, status: 'failed', at: new Date().toISOString(), workerId, error: NSFW_ERROR, nsfw: true });
+        await publishEvent({ predictionId: job.id, status: 'failed', at: new Date().toISOString(), startedAt, workerId, error: NSFW_ERROR, nsfw: true });
       } else {
         // Uploads in parallel: the object store takes each image in chunks of its own.
         const names = await Promise.all(
@@ -116,6 +119,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
           predictionId: job.id,
           status: 'executed',
           at: new Date().toISOString(),
+          startedAt,
           workerId,
           images: names,
           isScanables: outcome.images.flatMap((image) => (image.isScannable === undefined ? [] : [image.isScannable])),
@@ -128,7 +132,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
       if (fatalError) return; // handed back by fatal()
       if (error instanceof JobInputError) {
         await announce().catch(() => ((executing = undefined), announce()));
-        await publishEvent({ predictionId: job.id, status: 'failed', at: new Date().toISOString(), workerId, error: { code: error.code, message: error.message } });
+        await publishEvent({ predictionId: job.id, status: 'failed', at: new Date().toISOString(), startedAt, workerId, error: { code: error.code, message: error.message } });
         msg.ack();
         log.warn({ err: error }, 'job failed on its input');
       } else if (error instanceof DeviceFaultError) {

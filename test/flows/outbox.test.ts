@@ -5,10 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { STREAMS } from '../../src/queue/subjects.ts';
 import { startApiService, type ApiService } from '../../src/runtime/api-service.ts';
-import { freePort, startLocalNats, type LocalNats } from '../../src/runtime/local-nats.ts';
+import { freePort } from '../../src/runtime/local-nats.ts';
 import { startWorkerService, type WorkerService } from '../../src/runtime/worker-service.ts';
 import { testDatabaseUrl } from '../helpers/database.ts';
 import { sleep } from '../helpers/flows.ts';
+import { natsOnFixedPort } from '../helpers/nats.ts';
 import { testConfig, waitFor } from '../helpers/service.ts';
 
 /**
@@ -18,21 +19,6 @@ import { testConfig, waitFor } from '../helpers/service.ts';
  */
 
 const KEY = 'key-outbox-0123456789abcdef0123456789';
-
-/** nats-server on a fixed port; stop() keeps the store, start() brings the same server back. */
-function natsOnFixedPort(port: number, storeDir: string) {
-  let server: LocalNats | null = null;
-  return {
-    url: `nats://127.0.0.1:${port}`,
-    async start(): Promise<void> {
-      server = await startLocalNats(storeDir, { port });
-    },
-    async stop(): Promise<void> {
-      await server?.stop();
-      server = null;
-    },
-  };
-}
 
 describe('creates while NATS is down', () => {
   let nats: ReturnType<typeof natsOnFixedPort>;

@@ -17,3 +17,21 @@ export async function startTestNats(): Promise<LocalNats & { storeDir: string; r
     restart: () => startLocalNats(storeDir),
   };
 }
+
+/**
+ * nats-server on a fixed port: stop() keeps the store, start() brings the same server back.
+ * Clients reconnect to the URL they know, so a restart must reuse the port and the store.
+ */
+export function natsOnFixedPort(port: number, storeDir: string) {
+  let server: LocalNats | null = null;
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    async start(): Promise<void> {
+      server = await startLocalNats(storeDir, { port });
+    },
+    async stop(): Promise<void> {
+      await server?.stop();
+      server = null;
+    },
+  };
+}

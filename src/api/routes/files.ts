@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { ObjectStore } from '@nats-io/obj';
+import { asBrokerUnavailable, brokerUnavailable } from '../../queue/broker-errors.ts';
 import { notFound } from '../errors.ts';
 
 /** Object names are random 128-bit tokens plus an extension: the URL is the capability. */
@@ -12,11 +13,13 @@ const CONTENT_TYPES: Record<string, string> = { png: 'image/png', jpg: 'image/jp
  * Output images, served from the NATS object store. No x-api-key: the links go into
  * `output` and webhooks, and are unguessable; files never change, so clients may cache them.
  */
-export async function fileRoutes(app: FastifyInstance, options: { images: ObjectStore }): Promise<void> {
+export async function fileRoutes(app: FastifyInstance, options: { images: ObjectStore; brokerConnected: () => boolean }): Promise<void> {
   app.get<{ Params: { name: string } }>('/v1/files/:name', async (request, reply) => {
     const { name } = request.params;
     if (!FILE_NAME.test(name)) throw notFound('file');
-    const object = await options.images.get(name);
+    // While NATS is away a lookup would wait out its request timeout: answer 503 now.
+    if (!options.brokerConnected()) throw brokerUnavailable();
+    const object = await options.images.get(name).catch(asBrokerUnavailable);
     if (!object) throw notFound('file');
     const etag = `"${object.info.digest}"`;
     reply

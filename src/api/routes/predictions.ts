@@ -1,5 +1,6 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../../store/database.ts';
+import { IdempotencyKeyReusedError, requestDigest } from '../../store/idempotency.ts';
 import { InsufficientCreditsError, listPredictions } from '../../store/predictions.ts';
 import type { PredictionReader } from '../../predictions/reader.ts';
 import type { PredictionSubmitter } from '../../predictions/create.ts';
@@ -23,35 +24,45 @@ export async function predictionRoutes(app: FastifyInstance, options: Prediction
   app.decorateRequest('principal', null);
   app.addHook('onRequest', requireApiKey(db, options.apiKeyCacheTtlMs));
 
-  async function create(request: FastifyRequest, body: unknown) {
+  async function create(request: FastifyRequest, reply: FastifyReply, body: unknown) {
     const principal = principalOf(request);
+    const idempotencyKey = idempotencyKeyOf(request);
     const parsed = parseCreateBody(body, { allowPrivateUrls: options.allowPrivateUrls });
     if (!parsed.ok) throw invalidRequest(parsed.issues);
     try {
-      const record = await submitter.submit(principal.userId, parsed.value);
+      const claim = idempotencyKey === undefined ? undefined : { key: idempotencyKey, requestHash: requestDigest(body) };
+      const { record, replayed } = await submitter.submit(principal.userId, parsed.value, claim);
       options.reader.remember(record);
-      request.log.info({ predictionId: record.id, workflow: parsed.value.workflow, credits: record.credits }, 'prediction created');
+      if (replayed) {
+        reply.header('idempotent-replayed', 'true');
+        request.log.info({ predictionId: record.id, idempotencyKey }, 'create replayed from its idempotency key');
+      } else {
+        request.log.info({ predictionId: record.id, workflow: parsed.value.workflow, credits: record.credits }, 'prediction created');
+      }
       return { success: true, data: record };
     } catch (error) {
       if (error instanceof InsufficientCreditsError) {
         throw new ApiError(402, 'insufficient_credits', error.message, [{ field: 'credits', rule: 'balance', message: error.message }]);
       }
+      if (error instanceof IdempotencyKeyReusedError) {
+        throw new ApiError(422, 'idempotency_key_reused', error.message, [{ field: 'idempotency-key', rule: 'same_request' }]);
+      }
       throw error;
     }
   }
 
-  app.post('/v1/predictions/queue', async (request) => create(request, request.body));
+  app.post('/v1/predictions/queue', async (request, reply) => create(request, reply, request.body));
 
   // Spec 4.3 names GET for outpainting and shows a JSON body; fastify does not parse
   // bodies on GET, so the body is read here with the same size limit.
-  app.get('/v1/predictions/queue', async (request) => {
+  app.get('/v1/predictions/queue', async (request, reply) => {
     const body = await readJsonBody(request, options.bodyLimit);
     if (body === null || typeof body !== 'object' || Array.isArray(body) || (body as { workflow?: unknown }).workflow !== 'outpainting') {
       throw new ApiError(405, 'method_not_allowed', 'GET /v1/predictions/queue accepts only an outpainting body; use POST for every workflow', [
         { field: 'workflow', rule: 'get_only_outpainting' },
       ]);
     }
-    return create(request, body);
+    return create(request, reply, body);
   });
 
   app.get<{ Params: { id: string } }>('/v1/predictions/:id', async (request) => {
@@ -67,6 +78,20 @@ export async function predictionRoutes(app: FastifyInstance, options: Prediction
     const { docs, totalDocs } = await listPredictions(db, principalOf(request).userId, { limit, offset });
     return { data: { docs, ...pageMeta(totalDocs, offset, limit) } };
   });
+}
+
+/** Printable ASCII without spaces, as the IETF draft and Stripe's keys are (a UUID fits). */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+function idempotencyKeyOf(request: FastifyRequest): string | undefined {
+  const header = request.headers['idempotency-key'];
+  if (header === undefined) return undefined;
+  if (typeof header !== 'string' || !IDEMPOTENCY_KEY.test(header)) {
+    throw invalidRequest([
+      { field: 'idempotency-key', rule: 'format', message: 'Idempotency-Key must be one header of 1 to 255 printable ASCII characters without spaces (a UUID is a good key)' },
+    ]);
+  }
+  return header;
 }
 
 async function readJsonBody(request: FastifyRequest, limit: number): Promise<unknown> {
