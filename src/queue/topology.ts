@@ -73,10 +73,14 @@ export async function ensureTopology(jsm: JetStreamManager, options: TopologyOpt
   await ensureConsumer(jsm, STREAMS.webhooks, {
     durable_name: CONSUMERS.webhookDispatcher,
     ack_policy: AckPolicy.Explicit,
-    // Longer than one delivery attempt's timeout; retries are scheduled with nak(delay).
+    // Longer than one delivery attempt's timeout; retries and deferrals wait with nak(delay).
     ack_wait: nanos(60_000),
     max_deliver: -1,
-    max_ack_pending: 1000,
+    // Unlimited: deliveries waiting for a retry or for a busy destination are nak'ed with a
+    // delay and stay pending meanwhile; with a cap, enough of them for receivers that hang
+    // would stop the pull for every destination. The dispatcher's pull size bounds what it
+    // holds at once.
+    max_ack_pending: -1,
   });
   await ensureConsumer(jsm, STREAMS.jobAdvisories, {
     durable_name: CONSUMERS.maxDeliveries,
