@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectQueue, type Queue } from '../../src/queue/connection.ts';
 import { NSFW_ERROR } from '../../src/queue/schemas.ts';
 import { balanceOf } from '../../src/store/accounts.ts';
-import { eventsDrained, imageName, publishEvent, publishRawEvent } from '../helpers/flows.ts';
+import { eventsDrained, imageName, publishEvent, publishRawEvent, sleep, startWebhookReceiver } from '../helpers/flows.ts';
 import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
 
 /**
@@ -93,6 +93,50 @@ describe('status events from workers', () => {
     await publishEvent(worker.js, { predictionId: executedId, status: 'executing', at: later, workerId: 'other' });
     await drained();
     expect(await get(executedId)).toEqual(before);
+  });
+
+  it('history does not depend on event order: executed (carrying its start) before executing keeps both times, and only the terminal webhook is sent', async () => {
+    const receiver = await startWebhookReceiver();
+    try {
+      const created = await stack.call('POST', '/v1/predictions/queue', {
+        key: KEY,
+        body: { workflow: 'generate_qr_art_v4', qrText: 'a lighthouse', qrContent: 'https://example.com/events', webhook: `${receiver.url}/late` },
+      });
+      expect(created.status).toBe(200);
+      const id = created.body.data.id as string;
+      const startedAt = new Date(Date.now() - 4000).toISOString();
+      const completedAt = new Date().toISOString();
+      await publishEvent(worker.js, { predictionId: id, status: 'executed', at: completedAt, startedAt, workerId: WORKER, images: [imageName()], isScanables: [true] });
+      const executed = await until(id, 'executed');
+      expect(executed).toMatchObject({ startedAt, completedAt });
+      // The executing event that another replica held, applied last.
+      await publishEvent(worker.js, { predictionId: id, status: 'executing', at: startedAt, workerId: WORKER });
+      await drained();
+      expect(await get(id)).toEqual(executed);
+      await waitFor(async () => (receiver.at('/late').length > 0 ? true : undefined));
+      await sleep(500);
+      const hooks = receiver.at('/late').map((hook) => JSON.parse(hook.body).data);
+      expect(hooks.map((hook) => hook.status)).toEqual(['executed']);
+      expect(hooks[0]).toMatchObject({ startedAt, completedAt });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('a late executing moves startedAt back to its own time when the terminal event carried no start (an older worker)', async () => {
+    const { id } = await create();
+    const startedAt = new Date(Date.now() - 3000).toISOString();
+    const completedAt = new Date().toISOString();
+    await publishEvent(worker.js, { predictionId: id, status: 'failed', at: completedAt, workerId: WORKER, error: { code: 'model_error', message: 'boom' } });
+    const failed = await until(id, 'failed');
+    expect(failed).toMatchObject({ startedAt: null, completedAt, refunded: true });
+    await publishEvent(worker.js, { predictionId: id, status: 'executing', at: startedAt, workerId: WORKER });
+    const corrected = await waitFor(async () => {
+      const record = await get(id);
+      return record.startedAt === startedAt ? record : undefined;
+    });
+    expect(corrected).toMatchObject({ status: 'failed', startedAt, completedAt, refunded: true });
+    expect(await ledger(id, 'refund')).toBe(1);
   });
 
   it('an outpainting caption travels from the executed event into output, next to the image', async () => {

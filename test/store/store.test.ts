@@ -182,4 +182,24 @@ describe(`the store (${backend})`, () => {
     expect(await count(db, "SELECT count(*) AS n FROM api_keys WHERE user_id = 'seeded'")).toBe(2);
     expect(await count(db, "SELECT count(*) AS n FROM credit_ledger WHERE user_id = 'seeded' AND reason = 'grant'")).toBe(2);
   });
+
+  it.skipIf(backend !== 'postgres')('replicas starting at once with the same API_KEYS grant each new user once', async () => {
+    // Each replica is a process with its own pool: four pools, racing on the same server, five times.
+    const replicas = await Promise.all(Array.from({ length: 4 }, () => openDatabase({ databaseUrl: database.url, pgliteDir })));
+    try {
+      for (let round = 0; round < 5; round++) {
+        const spec = [
+          { userId: `racer-${round}`, apiKey: `qra_race_${randomUUID()}`, credits: 100 },
+          { userId: `racer-${round}-b`, apiKey: `qra_race_${randomUUID()}`, credits: 2.5 },
+        ];
+        await Promise.all(replicas.map((replica) => seedFromSpec(replica, spec)));
+        expect(await balanceOf(db, `racer-${round}`)).toBe(10_000);
+        expect(await balanceOf(db, `racer-${round}-b`)).toBe(250);
+        expect(await count(db, `SELECT count(*) AS n FROM credit_ledger WHERE user_id LIKE 'racer-${round}%' AND reason = 'grant'`)).toBe(2);
+        expect(await count(db, `SELECT count(*) AS n FROM api_keys WHERE user_id LIKE 'racer-${round}%'`)).toBe(2);
+      }
+    } finally {
+      await Promise.all(replicas.map((replica) => replica.close()));
+    }
+  });
 });
