@@ -59,7 +59,26 @@ const record = {
 };
 
 const errors = (...codes: number[]) =>
-  Object.fromEntries(codes.map((code) => [String(code), { description: 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }]));
+  Object.fromEntries(
+    codes.map((code) => [
+      String(code),
+      {
+        description: code === 503 ? 'the database or NATS is temporarily unavailable; nothing was changed; retry after Retry-After' : 'error',
+        ...(code === 503 ? { headers: { 'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer' } } } } : {}),
+        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+      },
+    ]),
+  );
+
+const idempotencyKey = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Makes a retried create safe: the same key with the same body returns the prediction it made (charged once, header Idempotent-Replayed: true); with another body, 422 idempotency_key_reused. Per user, kept IDEMPOTENCY_KEY_TTL_HOURS (default 24).',
+  schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+};
+const createdHeaders = { 'Idempotent-Replayed': { description: '"true" when this is the prediction an earlier create with the same Idempotency-Key made', schema: { type: 'string' } } };
 
 /** OpenAPI 3.1, generated from the same zod schemas that validate requests. */
 export function buildOpenApiDocument(): Record<string, unknown> {
@@ -77,23 +96,25 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       '/v1/predictions/queue': {
         post: {
           summary: 'Create a prediction (any workflow)',
+          parameters: [idempotencyKey],
           requestBody: {
             required: true,
             content: { 'application/json': { schema: { oneOf: WORKFLOWS.map((name) => ({ $ref: `#/components/schemas/${componentName(name)}` })) } } },
           },
-          responses: { '200': { description: 'queued', content: { 'application/json': { schema: envelope } } }, ...errors(400, 401, 402, 413, 415) },
+          responses: { '200': { description: 'queued', headers: createdHeaders, content: { 'application/json': { schema: envelope } } }, ...errors(400, 401, 402, 413, 415, 422, 503) },
         },
         get: {
           summary: 'Create an outpainting prediction (spec 4.3 names GET; body as for POST)',
+          parameters: [idempotencyKey],
           requestBody: { content: { 'application/json': { schema: { $ref: `#/components/schemas/${componentName('outpainting')}` } } } },
-          responses: { '200': { description: 'queued', content: { 'application/json': { schema: envelope } } }, ...errors(400, 401, 402, 405, 413, 415) },
+          responses: { '200': { description: 'queued', headers: createdHeaders, content: { 'application/json': { schema: envelope } } }, ...errors(400, 401, 402, 405, 413, 415, 422, 503) },
         },
       },
       '/v1/predictions/{predictionId}': {
         get: {
           summary: 'Get a prediction',
           parameters: [{ name: 'predictionId', in: 'path', required: true, schema: { type: 'string' } }],
-          responses: { '200': { description: 'the prediction', content: { 'application/json': { schema: envelope } } }, ...errors(401, 404) },
+          responses: { '200': { description: 'the prediction', content: { 'application/json': { schema: envelope } } }, ...errors(401, 404, 503) },
         },
       },
       '/v1/predictions': {
@@ -103,11 +124,11 @@ export function buildOpenApiDocument(): Record<string, unknown> {
             { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
             { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
           ],
-          responses: { '200': { description: 'a page of predictions' }, ...errors(400, 401) },
+          responses: { '200': { description: 'a page of predictions' }, ...errors(400, 401, 503) },
         },
       },
       '/v1/files/{name}': {
-        get: { summary: 'An output image (no key needed; the name is unguessable)', security: [], responses: { '200': { description: 'image' }, ...errors(404) } },
+        get: { summary: 'An output image (no key needed; the name is unguessable)', security: [], responses: { '200': { description: 'image' }, ...errors(404, 503) } },
       },
       '/healthz': { get: { summary: 'Process is up', security: [], responses: { '200': { description: 'ok' } } } },
       '/readyz': { get: { summary: 'Database, NATS (and the local worker) are ready', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
