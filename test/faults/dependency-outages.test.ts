@@ -97,6 +97,8 @@ describe.skipIf(!postgresBinDir())('the API through database and broker outages'
     const created = await call('POST', '/v1/predictions/queue', { body: body() });
     expect(created.status).toBe(200);
     const idempotencyKey = randomUUID();
+    const predictions = async () => Number((await api.db.query<{ n: string }>('SELECT count(*) AS n FROM predictions')).rows[0]!.n);
+    const before = await predictions();
 
     database.pause();
     let answers: Awaited<ReturnType<typeof call>>[];
@@ -129,6 +131,8 @@ describe.skipIf(!postgresBinDir())('the API through database and broker outages'
     expect(again.status).toBe(200);
     expect(again.body.data.id).toBe(retried.body.data.id);
     expect(again.headers.get('idempotent-replayed')).toBe('true');
+    // The creates answered 503 were rolled back when their connections were dropped, not committed when the server thawed.
+    expect(await predictions()).toBe(before + 1);
     await expectChargedOnce();
   }, 60_000);
 
