@@ -38,6 +38,8 @@ export const ConfigSchema = z.object({
   API_KEYS: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
+  /** The whole request, headers and body, must arrive within this (else 408); also bounds reading the rest of a refused body. */
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
   /** How long a valid API key is remembered (a revocation takes effect within it); 0 disables. */
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5000),
   /** How stale a prediction read may be when another API replica changed it; 0 disables. */

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import Fastify, { type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { ObjectStore } from '@nats-io/obj';
 import type { Database } from '../store/database.ts';
@@ -23,15 +25,41 @@ export interface ApiDependencies {
   readiness: Record<string, ReadinessCheck>;
   allowPrivateUrls: boolean;
   bodyLimit: number;
+  /** The whole request, headers and body, must arrive within this; else 408 and the connection is closed. */
+  requestTimeoutMs: number;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** An honest client sends its headers in a packet or two; this bounds one that dribbles them (slowloris). */
+const HEADERS_TIMEOUT_MS = 10_000;
+
+/**
+ * How much of a body we already answered (413 for its size, 401 before reading it) we read
+ * and discard so that the client, still sending, can read the answer; past this the
+ * connection is closed instead. REQUEST_TIMEOUT_MS bounds the time it may take.
+ */
+export const DRAIN_LIMIT_BYTES = 32 * 1024 * 1024;
+
+/** Sockets whose current request was answered before its body had all arrived. */
+const answeredEarly = new WeakSet<Socket>();
 
 /** The HTTP surface: where every request goes is listed here. */
 export function buildApi(deps: ApiDependencies) {
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: deps.bodyLimit,
+    // fastify's default (0) lets a body that trickles in hold a request, and app.close(), forever.
+    requestTimeout: deps.requestTimeoutMs,
+    http: {
+      headersTimeout: Math.min(HEADERS_TIMEOUT_MS, deps.requestTimeoutMs),
+      // Node looks for expired requests every 30 s by default, which would let a 30 s timeout run to 60 s.
+      connectionsCheckingInterval: Math.min(1000, deps.requestTimeoutMs),
+    },
+    // connectionTimeout (socket inactivity) stays 0: a create waiting on the database is an
+    // idle socket too, and closing it would drop the answer; requestTimeout covers slow
+    // clients and keepAliveTimeout (fastify's 72 s, past common load balancers' 60 s) idle ones.
+    clientErrorHandler: (error, socket) => answerClientError(error, socket, deps.requestTimeoutMs, deps.logger),
     // Honour a caller's x-request-id when it is sane, so logs join across services.
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
@@ -50,6 +78,7 @@ export function buildApi(deps: ApiDependencies) {
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (!request.raw.complete) readRestOfBody(request, reply);
   });
 
   app.setErrorHandler((error, request, reply) => {
@@ -79,3 +108,57 @@ export function buildApi(deps: ApiDependencies) {
 }
 
 export type ApiApp = ReturnType<typeof buildApi>;
+
+/**
+ * A reply is going out before the request's body has all arrived (413, a 401 from the key
+ * check). fastify asks to close after a refused body (`connection: close`), and Node then
+ * closes the socket as soon as the reply is written: what the client still sends is answered
+ * with a reset, its writes fail (EPIPE/ECONNRESET) and it often never reads the 413. So the rest of
+ * the body is read and discarded instead, up to DRAIN_LIMIT_BYTES and within the request
+ * timeout, and the connection is kept for the next request.
+ */
+function readRestOfBody(request: FastifyRequest, reply: FastifyReply): void {
+  const raw = request.raw;
+  const socket = raw.socket;
+  if (Number(request.headers['content-length']) > DRAIN_LIMIT_BYTES) {
+    // Announced as more than we would read for nothing: answer and close.
+    reply.header('connection', 'close');
+    return;
+  }
+  reply.removeHeader('connection');
+  answeredEarly.add(socket);
+  let drained = 0;
+  // Listening before the reply ends also keeps Node from dumping the body itself
+  // (unbounded, and its dump removes every 'data' listener).
+  raw.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > DRAIN_LIMIT_BYTES) socket.destroy();
+  });
+  raw.once('end', () => answeredEarly.delete(socket));
+}
+
+/**
+ * Errors below the router (a timed-out request, malformed HTTP, headers too large): the
+ * answer is written straight to the socket, in our error body, and the socket closed.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Socket, requestTimeoutMs: number, logger: Logger): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  logger.debug({ err: error }, 'client error');
+  // Its request was answered already (readRestOfBody): a second answer would be read as the
+  // reply to the client's next request.
+  if (answeredEarly.has(socket) || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message, details] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, 'request_timeout', `the request did not arrive within ${requestTimeoutMs} ms`, []]
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, 'invalid_request', 'the request headers are too large', [{ field: 'headers', rule: 'max_header_size' }]]
+        : [400, 'invalid_request', 'the request is not valid HTTP', [{ field: '', rule: 'http' }]];
+  const body = JSON.stringify({ success: false, error: { code, message, details } });
+  socket.write(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  socket.destroy();
+}

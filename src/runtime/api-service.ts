@@ -76,6 +76,7 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
     logger,
     allowPrivateUrls: config.ALLOW_PRIVATE_URLS,
     bodyLimit: config.BODY_LIMIT_BYTES,
+    requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     readiness: {
       database: async () => (await db.query('SELECT 1')).rows.length === 1,
       nats: async () => {
