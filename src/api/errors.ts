@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'invalid_json'
   | 'unsupported_media_type'
   | 'payload_too_large'
+  | 'request_timeout'
   | 'unauthorized'
   | 'insufficient_credits'
   | 'idempotency_key_reused'

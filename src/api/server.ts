@@ -150,15 +150,15 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket, request
     socket.destroy();
     return;
   }
-  const [status, code, message, details] =
+  const answer =
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? [408, 'request_timeout', `the request did not arrive within ${requestTimeoutMs} ms`, []]
+      ? new ApiError(408, 'request_timeout', `the request did not arrive within ${requestTimeoutMs} ms`)
       : error.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, 'invalid_request', 'the request headers are too large', [{ field: 'headers', rule: 'max_header_size' }]]
-        : [400, 'invalid_request', 'the request is not valid HTTP', [{ field: '', rule: 'http' }]];
-  const body = JSON.stringify({ success: false, error: { code, message, details } });
+        ? new ApiError(431, 'invalid_request', 'the request headers are too large', [{ field: 'headers', rule: 'max_header_size' }])
+        : new ApiError(400, 'invalid_request', 'the request is not valid HTTP', [{ field: '', rule: 'http' }]);
+  const body = JSON.stringify(answer.toBody());
   socket.write(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    `HTTP/1.1 ${answer.statusCode} ${STATUS_CODES[answer.statusCode]}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
   socket.destroy();
 }

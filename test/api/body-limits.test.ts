@@ -165,6 +165,15 @@ describe('request bodies over a real socket', () => {
     }
   });
 
+  it('answers a 10 MiB outpainting body on GET (read by the route itself) with the 413 body, which the client reads after sending it all', async () => {
+    const head = `GET /v1/predictions/queue HTTP/1.1\r\nhost: localhost\r\nx-api-key: ${KEY}\r\ncontent-type: application/json\r\ncontent-length: ${10 * MiB}\r\n\r\n`;
+    const response = await exchange(stack.baseUrl, head, jsonBody(10 * MiB));
+    response.socket.destroy();
+    expect(response.error).toBeNull();
+    expect(response.sentAll).toBe(true);
+    expectPayloadTooLarge(response);
+  });
+
   it('stops reading a refused chunked body past the drain cap: the 413 came first, then the connection closes', async () => {
     const response = await exchange(stack.baseUrl, post('transfer-encoding: chunked\r\n'), chunked(jsonBody(48 * MiB)));
     response.socket.destroy();

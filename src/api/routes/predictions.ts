@@ -96,20 +96,49 @@ function idempotencyKeyOf(request: FastifyRequest): string | undefined {
 
 async function readJsonBody(request: FastifyRequest, limit: number): Promise<unknown> {
   const type = request.headers['content-type'];
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request.raw) {
-    size += (chunk as Buffer).length;
-    if (size > limit) throw new ApiError(413, 'payload_too_large', `the body exceeds ${limit} bytes`, [{ field: '', rule: 'max_body_size' }]);
-    chunks.push(chunk as Buffer);
-  }
-  if (size === 0) return null;
+  const raw = await readBody(request, limit);
+  if (raw.length === 0) return null;
   if (type && !/^application\/(.+\+)?json\b/i.test(type)) {
     throw new ApiError(415, 'unsupported_media_type', 'send the body as Content-Type: application/json', [{ field: 'content-type', rule: 'application/json' }]);
   }
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return JSON.parse(raw.toString('utf8'));
   } catch (error) {
     throw new ApiError(400, 'invalid_json', `the body is not valid JSON: ${(error as Error).message}`, [{ field: '', rule: 'json' }]);
   }
+}
+
+/**
+ * The body, up to limit bytes. On overflow it stops collecting without destroying the
+ * stream (a `for await` loop would): the 413 then goes out while the server reads and
+ * discards the rest (server.ts), so a client still sending can read it.
+ */
+function readBody(request: FastifyRequest, limit: number): Promise<Buffer> {
+  const stream = request.raw;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = () => {
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('error', onError);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      stop();
+      reject(new ApiError(413, 'payload_too_large', `the body exceeds ${limit} bytes`, [{ field: '', rule: 'max_body_size' }]));
+    };
+    const onEnd = () => {
+      stop();
+      resolve(Buffer.concat(chunks));
+    };
+    const onError = (error: Error) => {
+      stop();
+      reject(error);
+    };
+    stream.on('data', onData);
+    stream.once('end', onEnd);
+    stream.once('error', onError);
+  });
 }
