@@ -3,6 +3,7 @@ const BENCHES: Record<string, string> = {
   api: './api.ts',
   outpaint: './outpaint.ts',
   qr: './qr.ts',
+  scale: './scale.ts',
   scan: './scan.ts',
   worker: './worker.ts',
 };
