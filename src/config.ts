@@ -9,6 +9,9 @@ const boolean = z
 
 const milliseconds = z.coerce.number().int().positive();
 
+/** A port to listen on (0 = any free port), or 'off': no listener at all. */
+const portOrOff = z.union([z.literal('off'), z.coerce.number().int().min(0).max(65535)]);
+
 /** Every environment variable the service reads, validated once at start. */
 export const ConfigSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -61,8 +64,10 @@ export const ConfigSchema = z.object({
     .string()
     .regex(/^(native|off|\d+x\d+(,\d+x\d+)*)$/, 'native, off, or a list like 768x768,1024x576')
     .default('native'),
-  /** The worker's own HTTP port: /healthz and /readyz (0 = any free port; unset = none). */
-  WORKER_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  /** The API's Prometheus endpoint (/metrics), apart from the API's port so an Ingress does not expose it; 0 = any free port, 'off' = none. */
+  METRICS_PORT: portOrOff.default(9464),
+  /** The worker's own HTTP port: /metrics, /healthz and /readyz (0 = any free port; unset or 'off' = none; `start` defaults it to 9465). */
+  WORKER_METRICS_PORT: portOrOff.optional(),
   /** Test hook: make inference runs fail the way a device does (pipeline/fault-injection.ts). Never in production. */
   QR_ART_FAULT_INJECTION: z.string().optional(),
   WORKER_ID: z.string().optional(),

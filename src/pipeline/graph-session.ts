@@ -29,6 +29,14 @@ export function setRunHook(hook: RunHook | undefined): void {
   runHook = hook;
 }
 
+/** Told the time of every session.run of this thread (ms inside ONNX Runtime, not the hook's): the worker's per-role metrics. */
+export type RunObserver = (graph: GraphSession, ms: number) => void;
+let runObserver: RunObserver | undefined;
+/** Installs (or removes) the observer; apart from the hook, which fault injection owns. */
+export function setRunObserver(observer: RunObserver | undefined): void {
+  runObserver = observer;
+}
+
 export class GraphSession {
   private readonly inputsByRole = new Map<string, IoInfo>();
   private readonly outputsByRole = new Map<string, IoInfo>();
@@ -125,7 +133,14 @@ export class GraphSession {
     for (const [role, tensor] of Object.entries(feeds)) byName[this.input(role).name] = tensor;
     const roles = outputRoles ?? [...this.outputsByRole.keys()];
     const names = roles.map((r) => this.output(r).name);
-    const run = () => this.session.run(byName, names);
+    const run = async () => {
+      const t0 = performance.now();
+      try {
+        return await this.session.run(byName, names);
+      } finally {
+        runObserver?.(this, performance.now() - t0);
+      }
+    };
     const out = await (runHook ? runHook(this, run) : run());
     const result: Record<string, ort.Tensor> = {};
     roles.forEach((r, i) => (result[r] = out[names[i]!] as ort.Tensor));

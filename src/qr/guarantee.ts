@@ -34,6 +34,8 @@ export interface GuaranteeResult {
   readonly changedPixels: number;
   /** Repair passes run (0 when none). */
   readonly passes: number;
+  /** Milliseconds in the repair passes and their scan checks (0 when none ran): the rest was the first check. */
+  readonly repairMs: number;
   /** The last scan check, on `image`. */
   readonly verdict: ScanVerdict;
   /** The module check of the input and of `image` (absent without geometry or with mode off). */
@@ -89,13 +91,14 @@ export async function ensureScannable(
   if (!Number.isInteger(maxPasses) || maxPasses < 0) throw new RangeError(`maxPasses must be a non-negative integer, got ${maxPasses}`);
   const scanOptions: ScanOptions = options.codeSide !== undefined ? { codeSide: options.codeSide } : {};
   const first = await scanCheck(image, expected, scanOptions);
-  const unchanged = { image, scannable: first.scannable, repaired: false, changedModules: 0, changedPixels: 0, passes: 0, verdict: first };
+  const unchanged = { image, scannable: first.scannable, repaired: false, changedModules: 0, changedPixels: 0, passes: 0, repairMs: 0, verdict: first };
   if (mode === 'off' || !geometry) return unchanged;
   const modulesBefore = checkModules(image, geometry);
   if (maxPasses === 0 || (mode === 'on_failure' && first.scannable && !modulesFail(modulesBefore))) {
     return { ...unchanged, modulesBefore, modulesAfter: modulesBefore };
   }
 
+  const r0 = performance.now();
   let current = image;
   let verdict = first;
   let modulesAfter = modulesBefore;
@@ -122,6 +125,7 @@ export async function ensureScannable(
     changedModules,
     changedPixels: countChangedPixels(image, current),
     passes,
+    repairMs: performance.now() - r0,
     verdict,
     modulesBefore,
     modulesAfter,

@@ -9,13 +9,15 @@ import { DiffusionRunner } from '../worker/diffusion-runner.ts';
 import { defaultFinishThreads, FinishPool } from '../worker/finish-pool.ts';
 import { startWorkerHealthServer, type WorkerHealthServer } from '../worker/health-server.ts';
 import { DEFAULT_MANIFEST_PATH, InferenceClient } from '../worker/inference-client.ts';
+import { WorkerMetrics } from '../worker/metrics.ts';
 import type { JobRunner } from '../worker/runner.ts';
 
 export interface WorkerService {
   daemon: WorkerDaemon;
   /** Readiness: pulling and connected, the inference thread serving (the worker's /readyz and `start`'s). */
   readiness: { readonly pulling: () => Promise<boolean>; readonly inference: () => Promise<boolean> };
-  /** The worker's HTTP address (WORKER_METRICS_PORT), when it has one. */
+  metrics: WorkerMetrics;
+  /** The worker's HTTP address (WORKER_METRICS_PORT: /metrics, /healthz, /readyz), when it has one. */
   httpAddress?: string;
   /** Settles when the device is given up (the process should exit non-zero); never otherwise. */
   fatal: Promise<Error>;
@@ -28,6 +30,8 @@ export async function startWorkerService(options: { config: Config; natsUrl: str
   const { config, logger } = options;
   const queue = await connectQueue(options.natsUrl, 'qr-art-worker');
   await ensureTopology(queue.jsm, { jobAckWaitMs: config.JOB_ACK_WAIT_MS, jobMaxDeliver: config.JOB_MAX_DELIVER });
+  // One per service, handed to every piece that records (tests run several services in a process).
+  const metrics = new WorkerMetrics();
   const policy = { allowPrivate: config.ALLOW_PRIVATE_URLS };
   const fetchLimits = { totalTimeoutMs: config.IMAGE_FETCH_TIMEOUT_MS, maxBytes: config.IMAGE_MAX_BYTES, maxPixels: config.IMAGE_MAX_PIXELS };
   let reportFatal!: (error: Error) => void;
@@ -49,13 +53,22 @@ export async function startWorkerService(options: { config: Config; natsUrl: str
         ...(config.QR_ART_FAULT_INJECTION ? { faultInjection: config.QR_ART_FAULT_INJECTION } : {}),
         // A thread that is stuck or cannot start again: hand the jobs back and give the device up.
         onFatal: (error) => void (daemon ? daemon.fatal(error) : reportFatal(error)),
+        metrics,
       });
     } catch (error) {
       await queue.close();
       throw error;
     }
     finishing = new FinishPool(config.FINISH_THREADS ?? defaultFinishThreads());
-    runner = new DiffusionRunner({ inference, finishing, logger, policy, fetchLimits, deadline: config.JOB_TIMEOUT_MS !== undefined ? { fixedMs: config.JOB_TIMEOUT_MS } : {} });
+    runner = new DiffusionRunner({
+      inference,
+      finishing,
+      logger,
+      policy,
+      fetchLimits,
+      deadline: config.JOB_TIMEOUT_MS !== undefined ? { fixedMs: config.JOB_TIMEOUT_MS } : {},
+      metrics,
+    });
   } else {
     runner = new ControlImageRunner({ policy, fetchLimits });
   }
@@ -68,28 +81,38 @@ export async function startWorkerService(options: { config: Config; natsUrl: str
     workerId: config.WORKER_ID,
     heartbeatMs: Math.max(1000, Math.floor(config.JOB_ACK_WAIT_MS / 3)),
     onFatal: reportFatal,
+    metrics,
   });
   const d = daemon;
+  metrics.countJobsInHand(() => d.inHand());
   const readiness = {
     pulling: async () => d.ready(),
     inference: async () => (inference ? inference.state === 'ready' : true),
   };
   let http: WorkerHealthServer | undefined;
-  if (config.WORKER_METRICS_PORT !== undefined) {
-    http = await startWorkerHealthServer({ port: config.WORKER_METRICS_PORT, host: config.HOST, checks: readiness, logger });
-    logger.info({ address: http.address }, 'worker health endpoint listening');
+  const stop = async (): Promise<void> => {
+    await d.stop();
+    await http?.close();
+    await finishing?.close();
+    await inference?.close();
+    await queue.close();
+  };
+  if (config.WORKER_METRICS_PORT !== undefined && config.WORKER_METRICS_PORT !== 'off') {
+    try {
+      http = await startWorkerHealthServer({ port: config.WORKER_METRICS_PORT, host: config.HOST, checks: readiness, registry: metrics.registry, logger });
+    } catch (error) {
+      // The port is taken, most likely: the probes would fail, so the worker does not run without it.
+      await stop();
+      throw error;
+    }
+    logger.info({ address: http.address, metrics: `${http.address}/metrics` }, 'worker health endpoint listening');
   }
   return {
     daemon,
     readiness,
+    metrics,
     ...(http ? { httpAddress: http.address } : {}),
     fatal,
-    async stop() {
-      await d.stop();
-      await http?.close();
-      await finishing?.close();
-      await inference?.close();
-      await queue.close();
-    },
+    stop,
   };
 }

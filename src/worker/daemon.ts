@@ -5,6 +5,7 @@ import type { JsMsg } from '@nats-io/jetstream';
 import type { Queue } from '../queue/connection.ts';
 import { JobMessage, NSFW_ERROR, type StatusEventInput } from '../queue/schemas.ts';
 import { CONSUMERS, STREAMS, subjects } from '../queue/subjects.ts';
+import type { WorkerMetrics } from './metrics.ts';
 import { DeviceFaultError, JobInputError, type JobRunner, type RunOutcome } from './runner.ts';
 
 export interface WorkerDaemonOptions {
@@ -20,6 +21,8 @@ export interface WorkerDaemonOptions {
   heartbeatMs: number;
   /** The device failed: every job in hand has been handed back; the process should exit. */
   onFatal?: (error: Error) => void;
+  /** Where jobs, their waits, durations, uploads and images are recorded. */
+  metrics?: WorkerMetrics;
 }
 
 export interface WorkerDaemon {
@@ -50,7 +53,7 @@ const PULL_EXPIRES_MS = 2000;
  * generation. WORKER_CONCURRENCY bounds the jobs in hand altogether.
  */
 export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
-  const { queue, runner } = options;
+  const { queue, runner, metrics } = options;
   const workerId = options.workerId ?? `${hostname()}-${process.pid}`;
   const logger = options.logger.child({ component: 'worker', workerId, runner: runner.name });
   const abort = new AbortController();
@@ -86,8 +89,14 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
     let executing: Promise<void> | undefined;
     // Kept for the terminal event too (schemas.ts: events may be applied out of order).
     let startedAt: string | undefined;
-    const announce = (): Promise<void> =>
-      (executing ??= publishEvent({ predictionId: job.id, status: 'executing', at: (startedAt ??= new Date().toISOString()), workerId }));
+    const markStarted = (): string => {
+      if (startedAt === undefined) metrics?.jobStarted(job.workflow, job.createdAt);
+      return (startedAt ??= new Date().toISOString());
+    };
+    const announce = (): Promise<void> => (executing ??= publishEvent({ predictionId: job.id, status: 'executing', at: markStarted(), workerId }));
+    /** The result is published: counted, with the time since the device started it. */
+    const finished = (outcome: 'executed' | 'failed' | 'nsfw'): void =>
+      metrics?.jobFinished(job.workflow, outcome, startedAt === undefined ? undefined : (Date.now() - Date.parse(startedAt)) / 1000);
     const releaseDevice = (): void => {
       const h = held.get(msg);
       if (h?.device) (h.device = false), changed();
@@ -106,8 +115,10 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
       await announce().catch(() => ((executing = undefined), announce()));
       if (outcome.kind === 'nsfw') {
         await publishEvent({ predictionId: job.id, status: 'failed', at: new Date().toISOString(), startedAt, workerId, error: NSFW_ERROR, nsfw: true });
+        finished('nsfw');
       } else {
         // Uploads in parallel: the object store takes each image in chunks of its own.
+        const u0 = performance.now();
         const names = await Promise.all(
           outcome.images.map(async (image) => {
             const name = `${randomBytes(16).toString('base64url')}.${image.extension}`;
@@ -115,6 +126,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
             return name;
           }),
         );
+        metrics?.stage('upload', (performance.now() - u0) / 1000);
         await publishEvent({
           predictionId: job.id,
           status: 'executed',
@@ -125,20 +137,28 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
           isScanables: outcome.images.flatMap((image) => (image.isScannable === undefined ? [] : [image.isScannable])),
           ...(outcome.caption !== undefined ? { caption: outcome.caption } : {}),
         });
+        finished('executed');
+        metrics?.imagesDelivered(job.workflow, outcome.images.map((image) => image.isScannable));
       }
       msg.ack();
       log.info({ ms: Date.now() - started, outcome: outcome.kind }, 'job done');
     } catch (error) {
-      if (fatalError) return; // handed back by fatal()
+      if (fatalError) {
+        metrics?.jobFinished(job.workflow, 'handed_back'); // by fatal()
+        return;
+      }
       if (error instanceof JobInputError) {
         await announce().catch(() => ((executing = undefined), announce()));
         await publishEvent({ predictionId: job.id, status: 'failed', at: new Date().toISOString(), startedAt, workerId, error: { code: error.code, message: error.message } });
+        finished('failed');
         msg.ack();
         log.warn({ err: error }, 'job failed on its input');
       } else if (error instanceof DeviceFaultError) {
         log.fatal({ err: error }, 'device fault during a job; handing every job back and giving the device up');
+        metrics?.jobFinished(job.workflow, 'handed_back');
         await fatal(error);
       } else {
+        metrics?.jobFinished(job.workflow, 'handed_back');
         // Transient (NATS hiccup, a thread crash, a deadline): hand it back; MaxDeliver bounds the retries.
         log.error({ err: error }, 'job attempt failed; handing it back');
         msg.nak(TRANSIENT_RETRY_MS);

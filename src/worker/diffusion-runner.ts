@@ -34,6 +34,7 @@ import type { FinishPool, FinishResult } from './finish-pool.ts';
 import type { InferenceClient, ProgressListener } from './inference-client.ts';
 import type { InferencePlan, InferenceResult, ThreadSpan } from './inference-protocol.ts';
 import { runOutpaintJob } from './outpaint-job.ts';
+import type { WorkerMetrics } from './metrics.ts';
 import { JobInputError, type JobRunner, type RenderedImage, type RunHooks, type RunOutcome } from './runner.ts';
 
 export interface DiffusionRunnerOptions {
@@ -47,6 +48,8 @@ export interface DiffusionRunnerOptions {
   readonly fetchLimits?: Partial<ImageFetchLimits>;
   /** Per-job deadline (JOB_TIMEOUT_MS, or derived from steps and size). */
   readonly deadline?: DeadlineSettings;
+  /** Where the finishing stages and the repairs are recorded (the thread's stages: the inference client's). */
+  readonly metrics?: WorkerMetrics;
 }
 
 /** The generation settings of a job: everything of InferencePlan but the control image and size. */
@@ -189,8 +192,20 @@ export class DiffusionRunner implements JobRunner {
     this.repairTotals.images += finished.length;
     this.repairTotals.repaired += repair.repaired;
     this.repairTotals.changedModules += repair.changedModules;
+    this.recordFinishing(finished);
     log.info({ isScanables: images.map((im) => im.isScannable), repair, repairTotals: this.repairTotals, ms: roundAll(timings) }, 'generation done');
     return { outcome: { kind: 'images', images }, timings, seed: settings.seed, width, height, threadSpan: result.span };
+  }
+
+  /** The CPU tail of one job, summed over its images (the finishing threads time it; the metrics live here). */
+  private recordFinishing(finished: readonly FinishResult[]): void {
+    const metrics = this.options.metrics;
+    if (!metrics) return;
+    const sum = (pick: (f: FinishResult) => number): number => finished.reduce((total, f) => total + pick(f), 0) / 1000;
+    metrics.stage('scan_check', sum((f) => f.scanMs - f.repairMs));
+    if (finished.some((f) => f.repairMs > 0)) metrics.stage('repair', sum((f) => f.repairMs));
+    metrics.stage('png_encode', sum((f) => f.pngMs));
+    metrics.repairs(finished.filter((f) => f.repaired).length, finished.reduce((n, f) => n + f.changedModules, 0));
   }
 
   private nativeSize(settings: JobSettings): number {

@@ -45,6 +45,8 @@ import {
   type ThreadData,
   type ToThread,
 } from './inference-protocol.ts';
+import { threadStageSeconds } from './job-stages.ts';
+import type { WorkerMetrics } from './metrics.ts';
 
 /** The package's own manifest (the demo models): src/worker or dist/worker → models/. */
 export const DEFAULT_MANIFEST_PATH = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
@@ -77,6 +79,8 @@ export interface InferenceClientOptions {
   readonly faultInjection?: string;
   /** The thread cannot be run any more (stuck, or it cannot start again): the process should exit. */
   readonly onFatal?: (error: Error) => void;
+  /** Where each generation's stages and session runs, and thread restarts, are recorded. */
+  readonly metrics?: WorkerMetrics;
 }
 
 export type InferenceState = 'starting' | 'ready' | 'restarting' | 'failed' | 'closed';
@@ -326,6 +330,7 @@ export class InferenceClient {
     if (this.closed || this.stateNow === 'failed') return;
     if (!thread.isReady) return; // a start that failed: the caller of ensureThread has the error
     this.options.logger.error({ code, err: thread.lastError }, 'inference thread exited; restarting it');
+    this.options.metrics?.threadRestarted();
     this.stateNow = 'restarting';
     // Restart now so the next job finds sessions ready; a thread that cannot start again is fatal.
     this.ensureThread().catch((err: Error) => this.fail(new InferenceCrashError(`the inference thread cannot be started again: ${err.message}`)));
@@ -368,7 +373,10 @@ export class InferenceClient {
         if (p.images.length !== msg.nsfw.length || msg.nsfw.some((_, i) => !p.images[i])) {
           p.reject(new InferenceCrashError(`inference thread sent ${p.images.filter(Boolean).length} of ${msg.nsfw.length} images`));
         } else {
-          p.resolve({ images: p.images, nsfw: msg.nsfw, timings: msg.timings, generated: msg.generated, span: msg.span, ...(msg.caption !== undefined ? { caption: msg.caption } : {}) });
+          // Every generation passes here, QR art and outpainting alike: its thread-side stages are recorded once, here.
+          this.options.metrics?.stages(threadStageSeconds(msg.timings));
+          this.options.metrics?.onnxRuns(msg.onnxRuns);
+          p.resolve({ images: p.images, nsfw: msg.nsfw, timings: msg.timings, generated: msg.generated, span: msg.span, onnxRuns: msg.onnxRuns, ...(msg.caption !== undefined ? { caption: msg.caption } : {}) });
         }
         return;
       case 'failed':

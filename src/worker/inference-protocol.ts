@@ -39,7 +39,12 @@ export interface InferenceResult {
   readonly caption?: string;
   /** When the thread began and finished the request (ms since the epoch, the thread's clock). */
   readonly span: ThreadSpan;
+  /** Every session.run of the request, ms inside ONNX Runtime, by graph role (the worker's metrics). */
+  readonly onnxRuns: OnnxRuns;
 }
+
+/** Durations of session runs (ms), by the graph's role. */
+export type OnnxRuns = Readonly<Record<string, readonly number[]>>;
 
 export interface ThreadSpan {
   readonly start: number;
@@ -87,7 +92,7 @@ export type FromThread =
   | { type: 'progress'; seq: number; step: number; total: number }
   /** Image `index` of the request, final, sent before the NSFW check (every index once, before 'result'). */
   | { type: 'image'; seq: number; index: number; image: WireImage }
-  | { type: 'result'; seq: number; nsfw: boolean[]; timings: Record<string, number>; generated: { width: number; height: number }; caption?: string; span: ThreadSpan }
+  | { type: 'result'; seq: number; nsfw: boolean[]; timings: Record<string, number>; generated: { width: number; height: number }; caption?: string; span: ThreadSpan; onnxRuns: OnnxRuns }
   | { type: 'failed'; seq: number; name: string; message: string; fault?: RunFault }
   | { type: 'aborted'; seq: number };
 

@@ -13,14 +13,16 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { pino, type Logger } from 'pino';
 import type { RawImage } from '../image/raw.ts';
+import { StageClock } from '../pipeline/diffusion-parts.ts';
 import { enhanceFaces, faceSteps } from '../pipeline/face-pass.ts';
+import { setRunObserver } from '../pipeline/graph-session.ts';
 import { loadManifest } from '../pipeline/manifest.ts';
 import { detectNsfw } from '../pipeline/nsfw.ts';
 import { installFaults, parseFaultSpec } from '../pipeline/fault-injection.ts';
 import { classifyRunError } from '../pipeline/providers.ts';
 import { createSessions, type PipelineSessions } from '../pipeline/sessions.ts';
 import { outpaint } from '../pipeline/outpaint.ts';
-import { generate, type Txt2ImgRequest } from '../pipeline/txt2img.ts';
+import { generate, type Txt2ImgRequest, type Txt2ImgStage } from '../pipeline/txt2img.ts';
 import { warmUp } from '../pipeline/warm-up.ts';
 import {
   abortWord,
@@ -36,11 +38,29 @@ import {
   type ToThread,
 } from './inference-protocol.ts';
 
-/** What serve() talks through: the port to the client, the shared control words, the log. */
+/** What serve() talks through: the port to the client, the shared control words, the log, the session runs. */
 interface Link {
   readonly post: (msg: FromThread, transfer?: ArrayBuffer[]) => void;
   readonly control: Int32Array;
   readonly logger: Logger;
+  readonly runs: RunLog;
+}
+
+/**
+ * The session runs of the request being served, by role. Requests run one at a time here, so
+ * one log, emptied as each starts, holds exactly its runs; they go back with its result, since
+ * the metrics live in the main thread.
+ */
+class RunLog {
+  private byRole: Record<string, number[]> = {};
+  record(role: string, ms: number): void {
+    (this.byRole[role] ??= []).push(ms);
+  }
+  take(): Record<string, number[]> {
+    const runs = this.byRole;
+    this.byRole = {};
+    return runs;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -59,7 +79,7 @@ interface Job {
   readonly image: (index: number, image: RawImage) => void;
 }
 
-type Answer = Omit<Extract<FromThread, { type: 'result' }>, 'span'>;
+type Answer = Omit<Extract<FromThread, { type: 'result' }>, 'span' | 'onnxRuns'>;
 
 /** The frame every request runs in: abort before start, progress, images, result or failure. */
 async function serve(link: Link, msg: ToThread, handle: (job: Job) => Promise<Omit<Answer, 'type' | 'seq'>>): Promise<void> {
@@ -70,6 +90,8 @@ async function serve(link: Link, msg: ToThread, handle: (job: Job) => Promise<Om
   // Aborted while it waited in the queue.
   if (Atomics.load(control, word) === seq) return post({ type: 'aborted', seq });
   post({ type: 'started', seq });
+  // Runs a failed or aborted request left behind are not this one's.
+  link.runs.take();
   const start = performance.timeOrigin + performance.now();
   const job: Job = {
     seq,
@@ -87,7 +109,7 @@ async function serve(link: Link, msg: ToThread, handle: (job: Job) => Promise<Om
   };
   try {
     const answer = await handle(job);
-    post({ type: 'result', seq, ...answer, span: { start, end: performance.timeOrigin + performance.now() } });
+    post({ type: 'result', seq, ...answer, span: { start, end: performance.timeOrigin + performance.now() }, onnxRuns: link.runs.take() });
   } catch (err) {
     if (controller.signal.aborted) post({ type: 'aborted', seq });
     else {
@@ -125,13 +147,17 @@ async function qrArt(job: Job, sessions: PipelineSessions, plan: InferencePlan):
   if (faceTotal > 0) {
     const f0 = performance.now();
     let done = 0;
+    // Its own stages (face_vae_encode, face_denoiser, …) too, so the worker's stage metrics include the pass.
+    const faceClock = new StageClock<Txt2ImgStage>();
     images = await enhanceFaces(images, request, target, {
       tick: () => {
         job.step(genTotal + ++done, genTotal + faceTotal);
         job.signal.throwIfAborted();
       },
       onImage: job.image,
+      timer: faceClock,
     });
+    Object.assign(timings, faceClock.timings);
     timings.face = performance.now() - f0;
   }
   const checker = target.model.graphs.safety_checker;
@@ -154,7 +180,7 @@ async function main(port: MessagePort, data: ThreadData): Promise<void> {
   const post = (msg: FromThread, transfer: ArrayBuffer[] = []): void => port.postMessage(msg, transfer);
   // Log lines travel to the main thread, which writes them through its own logger.
   const logger: Logger = pino({ level: data.logLevel, base: undefined }, { write: (line: string) => post({ type: 'log', line }) });
-  const link: Link = { post, control: new Int32Array(data.control), logger };
+  const link: Link = { post, control: new Int32Array(data.control), logger, runs: new RunLog() };
   let sessions: PipelineSessions;
   const started = performance.now();
   try {
@@ -165,6 +191,8 @@ async function main(port: MessagePort, data: ThreadData): Promise<void> {
       ...(data.intraOpThreads !== undefined ? { intraOpThreads: data.intraOpThreads } : {}),
     });
     if (data.warmUp !== false) await warmUp(sessions, data.warmUp, logger);
+    // After the warm-up: its runs are not a job's.
+    setRunObserver((graph, ms) => link.runs.record(graph.role, ms));
     if (data.faultInjection) {
       installFaults(parseFaultSpec(data.faultInjection));
       logger.warn({ rules: data.faultInjection }, 'fault injection is on (QR_ART_FAULT_INJECTION): runs will fail on purpose');

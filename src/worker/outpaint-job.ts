@@ -22,6 +22,7 @@ import { deadlineFor, underDeadline, type DeadlineSettings } from './deadline.ts
 import type { FinishPool, FinishResult } from './finish-pool.ts';
 import type { InferenceClient, ProgressListener } from './inference-client.ts';
 import type { OutpaintPlan } from './inference-protocol.ts';
+import type { WorkerMetrics } from './metrics.ts';
 import { JobInputError, type RunHooks, type RunOutcome } from './runner.ts';
 
 export interface OutpaintJobOptions extends Partial<RunHooks> {
@@ -32,6 +33,7 @@ export interface OutpaintJobOptions extends Partial<RunHooks> {
   readonly fetchLimits?: Partial<ImageFetchLimits>;
   readonly deadline?: DeadlineSettings;
   readonly onProgress?: ProgressListener;
+  readonly metrics?: WorkerMetrics;
 }
 
 export interface OutpaintRun {
@@ -117,8 +119,10 @@ export async function runOutpaintJob(job: JobMessage, options: OutpaintJobOption
     return { outcome: { kind: 'nsfw' }, timings, seed: plan.seed, ...size };
   }
   const p0 = performance.now();
-  const data = new Uint8Array((await (png ?? options.finishing.finish(out!))).png);
+  const encoded = await (png ?? options.finishing.finish(out!));
+  const data = new Uint8Array(encoded.png);
   timings.png_wait = performance.now() - p0;
+  options.metrics?.stage('png_encode', encoded.pngMs / 1000);
   timings.total = performance.now() - t0;
   log.info({ ...size, caption: result.caption, ms: Math.round(timings.total) }, 'outpainting done');
   return {
