@@ -8,6 +8,7 @@ import type { Database } from '../store/database.ts';
 import type { PredictionSubmitter } from '../predictions/create.ts';
 import type { PredictionReader } from '../predictions/reader.ts';
 import { ApiError, toApiError } from './errors.ts';
+import { UNMATCHED_ROUTE, type ApiMetrics } from './metrics.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { fileRoutes } from './routes/files.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health.ts';
@@ -27,6 +28,8 @@ export interface ApiDependencies {
   bodyLimit: number;
   /** The whole request, headers and body, must arrive within this; else 408 and the connection is closed. */
   requestTimeoutMs: number;
+  /** Where answered requests are counted (absent: not counted). */
+  metrics?: ApiMetrics;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -80,6 +83,13 @@ export function buildApi(deps: ApiDependencies) {
     reply.header('x-request-id', request.id);
     if (!request.raw.complete) readRestOfBody(request, reply);
   });
+  const { metrics } = deps;
+  if (metrics) {
+    // By route pattern, never the raw URL (ids would make a series each); unknown paths share one value.
+    app.addHook('onResponse', async (request, reply) => {
+      metrics.httpAnswered(request.method, request.routeOptions.url ?? UNMATCHED_ROUTE, reply.statusCode, reply.elapsedTime / 1000);
+    });
+  }
 
   app.setErrorHandler((error, request, reply) => {
     const apiError = toApiError(error as FastifyError);

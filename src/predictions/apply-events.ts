@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ApiMetrics } from '../api/metrics.ts';
 import type { JsMsg } from '@nats-io/jetstream';
 import type { Database } from '../store/database.ts';
 import { applyTransition, transitionFromEvent, type PredictionRecord } from '../store/predictions.ts';
@@ -21,7 +22,15 @@ import { webhookDeliveryFor } from './webhook-delivery.ts';
  * what it needs (a terminal event its start time) and applyTransition merges them the same
  * way whatever the order.
  */
-export function startEventApplier(deps: { db: Database; queue: Queue; relay: OutboxRelay; logger: Logger; publicBaseUrl: () => string; onChange: (record: PredictionRecord) => void }): RunningConsumer {
+export function startEventApplier(deps: {
+  db: Database;
+  queue: Queue;
+  relay: OutboxRelay;
+  logger: Logger;
+  publicBaseUrl: () => string;
+  onChange: (record: PredictionRecord) => void;
+  metrics?: ApiMetrics;
+}): RunningConsumer {
   const logger = deps.logger.child({ component: 'event-applier' });
   return runConsumer({
     js: deps.queue.js,
@@ -38,6 +47,8 @@ export function startEventApplier(deps: { db: Database; queue: Queue; relay: Out
       const event = parsed.data;
       const change = await applyTransition(deps.db, event.predictionId, transitionFromEvent(event, (name) => `${deps.publicBaseUrl()}/v1/files/${name}`), webhookDeliveryFor);
       if (change.applied) {
+        deps.metrics?.eventApplied(event.status, event.at);
+        if (change.refundedCredits > 0) deps.metrics?.creditsRefunded(change.workflow, change.refundedCredits);
         deps.onChange(change.record);
         logger.info({ predictionId: event.predictionId, status: event.status, workerId: event.workerId }, 'prediction status changed');
         deps.relay.publish(change.outbox);

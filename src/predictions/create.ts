@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ApiMetrics } from '../api/metrics.ts';
 import type { Database } from '../store/database.ts';
 import type { IdempotencyClaim } from '../store/idempotency.ts';
 import { createPredictions, type CreateResult, type NewPrediction } from '../store/predictions.ts';
@@ -32,7 +33,7 @@ interface Waiting {
  * committed at once, a burst costs a few statements instead of a few per request.
  * After each commit the relay publishes the committed jobs straight to JetStream.
  */
-export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBatch?: number; idempotencyTtlMs?: number }): PredictionSubmitter {
+export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBatch?: number; idempotencyTtlMs?: number; metrics?: ApiMetrics }): PredictionSubmitter {
   const maxBatch = deps.maxBatch ?? 128;
   const waiting: Waiting[] = [];
   let committing = false;
@@ -45,7 +46,12 @@ export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBat
         deps.idempotencyTtlMs !== undefined ? { idempotencyTtlMs: deps.idempotencyTtlMs } : {},
       );
       deps.relay.publish(outbox);
-      results.forEach((result, index) => (result.ok ? batch[index]!.resolve(result) : batch[index]!.reject(result.error)));
+      results.forEach((result, index) => {
+        const { prediction } = batch[index]!;
+        // Committed: counted once, a replay of an Idempotency-Key charged nothing.
+        if (result.ok && !result.replayed) deps.metrics?.predictionCreated(prediction.workflow, prediction.costCents / 100);
+        return result.ok ? batch[index]!.resolve(result) : batch[index]!.reject(result.error);
+      });
     } catch (error) {
       // An outage fails every request alike; retrying them one by one would only wait longer.
       if (batch.length === 1 || error instanceof DependencyUnavailableError) {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ApiMetrics } from '../api/metrics.ts';
 import { z } from 'zod';
 import type { Database } from '../store/database.ts';
 import { applyTransition, type PredictionRecord } from '../store/predictions.ts';
@@ -17,7 +18,14 @@ const MaxDeliveriesAdvisory = z.object({ stream: z.string(), stream_seq: z.numbe
  * stream; the server announces it with an advisory (captured in a stream). We fail the
  * prediction with a refund, then remove the job so it cannot run later.
  */
-export function startMaxDeliveryHandler(deps: { db: Database; queue: Queue; relay: OutboxRelay; logger: Logger; onChange: (record: PredictionRecord) => void }): RunningConsumer {
+export function startMaxDeliveryHandler(deps: {
+  db: Database;
+  queue: Queue;
+  relay: OutboxRelay;
+  logger: Logger;
+  onChange: (record: PredictionRecord) => void;
+  metrics?: ApiMetrics;
+}): RunningConsumer {
   const logger = deps.logger.child({ component: 'max-deliveries' });
   return runConsumer({
     js: deps.queue.js,
@@ -46,8 +54,11 @@ export function startMaxDeliveryHandler(deps: { db: Database; queue: Queue; rela
           webhookDeliveryFor,
         );
         logger.warn({ predictionId: job.data.id, applied: change.applied }, 'job reached MaxDeliver: prediction failed and refunded');
-        if (change.applied) deps.onChange(change.record);
-        if (change.applied) deps.relay.publish(change.outbox);
+        if (change.applied) {
+          if (change.refundedCredits > 0) deps.metrics?.creditsRefunded(change.workflow, change.refundedCredits);
+          deps.onChange(change.record);
+          deps.relay.publish(change.outbox);
+        }
       } else {
         logger.warn({ seq }, 'MaxDeliver advisory for a job no longer in the stream');
       }

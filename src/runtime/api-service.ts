@@ -1,5 +1,8 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { ApiMetrics } from '../api/metrics.ts';
+import { registerScrapeProbes } from '../api/metrics-probes.ts';
+import { startMetricsServer, type MetricsServer } from '../api/metrics-server.ts';
 import { buildApi, type ApiApp } from '../api/server.ts';
 import type { ReadinessCheck } from '../api/routes/health.ts';
 import { parseApiKeysSpec, postgresLimits, publicBaseUrl, type Config } from '../config.ts';
@@ -23,6 +26,9 @@ export interface ApiService {
   queue: Queue;
   /** The address it listens on, e.g. http://127.0.0.1:8080 */
   address: string;
+  metrics: ApiMetrics;
+  /** Where GET /metrics is served (METRICS_PORT), unless METRICS_PORT=off. */
+  metricsAddress?: string;
   stop(): Promise<void>;
 }
 
@@ -43,6 +49,9 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
 
   const queue = await connectQueue(options.natsUrl, 'qr-art-api');
   await ensureTopology(queue.jsm, { jobAckWaitMs: config.JOB_ACK_WAIT_MS, jobMaxDeliver: config.JOB_MAX_DELIVER });
+  // One per service: every piece below that records gets this one (tests run several services in a process).
+  const metrics = new ApiMetrics();
+  registerScrapeProbes({ registry: metrics.registry, db, queue, logger });
 
   const webhookSecret = await resolveWebhookSecret(config.WEBHOOK_SECRET, config.DATA_DIR);
   if (webhookSecret.source !== 'env') logger.info({ file: webhookSecret.file }, 'webhook signing secret kept in DATA_DIR (set WEBHOOK_SECRET to choose one)');
@@ -54,8 +63,8 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
   const keyPruner = startKeyPruner(db, idempotencyTtlMs, logger);
   const relay = startOutboxRelay({ db, js: queue.js, logger: logger.child({ component: 'outbox' }) });
   const background = [
-    startEventApplier({ db, queue, relay, logger, publicBaseUrl: () => baseUrl, onChange: reader.remember }),
-    startMaxDeliveryHandler({ db, queue, relay, logger, onChange: reader.remember }),
+    startEventApplier({ db, queue, relay, logger, publicBaseUrl: () => baseUrl, onChange: reader.remember, metrics }),
+    startMaxDeliveryHandler({ db, queue, relay, logger, onChange: reader.remember, metrics }),
     startWebhookDispatcher({
       queue,
       logger,
@@ -63,12 +72,13 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
       scheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS ? parseScheduleMs(config.WEBHOOK_RETRY_SCHEDULE_MS) : DEFAULT_WEBHOOK_SCHEDULE_MS,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       allowPrivateUrls: config.ALLOW_PRIVATE_URLS,
+      metrics,
     }),
   ];
 
   const app = buildApi({
     db,
-    submitter: createSubmitter({ db, relay, idempotencyTtlMs }),
+    submitter: createSubmitter({ db, relay, idempotencyTtlMs, metrics }),
     reader,
     apiKeyCacheTtlMs: config.API_KEY_CACHE_TTL_MS,
     images: queue.images,
@@ -77,6 +87,7 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
     allowPrivateUrls: config.ALLOW_PRIVATE_URLS,
     bodyLimit: config.BODY_LIMIT_BYTES,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
+    metrics,
     readiness: {
       database: async () => (await db.query('SELECT 1')).rows.length === 1,
       nats: async () => {
@@ -91,22 +102,36 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
   baseUrl = publicBaseUrl(config, app.server.address() && typeof app.server.address() === 'object' ? (app.server.address() as { port: number }).port : config.PORT);
   void relay.sweep();
 
+  let metricsServer: MetricsServer | undefined;
   let stopping: Promise<void> | null = null;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      await metricsServer?.close();
+      await app.close();
+      keyPruner.stop();
+      await Promise.all(background.map((consumer) => consumer.stop()));
+      await relay.stop();
+      await queue.close();
+      await db.close();
+    })();
+    return stopping;
+  };
+  if (config.METRICS_PORT !== 'off') {
+    try {
+      metricsServer = await startMetricsServer({ port: config.METRICS_PORT, host: config.HOST, registry: metrics.registry, logger });
+    } catch (error) {
+      // The port is taken, most likely: say so rather than run without the metrics asked for.
+      await stop();
+      throw error;
+    }
+  }
   return {
     app,
     db,
     queue,
     address,
-    stop() {
-      stopping ??= (async () => {
-        await app.close();
-        keyPruner.stop();
-        await Promise.all(background.map((consumer) => consumer.stop()));
-        await relay.stop();
-        await queue.close();
-        await db.close();
-      })();
-      return stopping;
-    },
+    metrics,
+    ...(metricsServer ? { metricsAddress: metricsServer.address } : {}),
+    stop,
   };
 }

@@ -17,7 +17,17 @@ export interface Database extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Runs a script of several statements (migrations). */
   exec(sql: string): Promise<void>;
+  /** The connections now, without I/O (the metrics read it at every scrape). */
+  connections(): ConnectionCounts;
   close(): Promise<void>;
+}
+
+export interface ConnectionCounts {
+  /** Checked out: running a query or a transaction. */
+  inUse: number;
+  idle: number;
+  /** Callers waiting for a free connection (the pool is at DB_POOL_SIZE). */
+  waiting: number;
 }
 
 /** Bounds on a PostgreSQL server's connection (config DB_*): a stalled server fails fast. */

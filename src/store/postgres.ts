@@ -76,6 +76,7 @@ export async function openPostgres(connectionString: string, limits: PostgresLim
     exec: async (sql) => {
       await pool.query(sql).catch(unavailable);
     },
+    connections: () => ({ inUse: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: () => pool.end(),
   };
 }

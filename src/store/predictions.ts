@@ -292,7 +292,15 @@ const RANK: Record<PredictionStatus, number> = { queued: 0, executing: 1, execut
 
 export type StatusChange =
   | { applied: false; current: PredictionStatus | null; /** A late `executing` set the start of a finished record. */ corrected?: PredictionRecord }
-  | { applied: true; record: PredictionRecord; webhook: string | null; outbox: PendingOutboxMessage[] };
+  | {
+      applied: true;
+      record: PredictionRecord;
+      webhook: string | null;
+      outbox: PendingOutboxMessage[];
+      workflow: string;
+      /** Credits this change gave back (0 without a refund, and for a refund already made). */
+      refundedCredits: number;
+    };
 
 export type Transition =
   | { status: 'executing'; at: string }
@@ -332,7 +340,7 @@ export async function applyTransition(
   webhookFor: (record: PredictionRecord, webhook: string) => OutboxMessage,
 ): Promise<StatusChange> {
   return db.transaction(async (tx) => {
-    const { rows } = await tx.query<PredictionRow>(`SELECT ${COLUMNS} FROM predictions WHERE id = $1 FOR UPDATE`, [predictionId]);
+    const { rows } = await tx.query<PredictionRow & { workflow: string }>(`SELECT ${COLUMNS}, workflow FROM predictions WHERE id = $1 FOR UPDATE`, [predictionId]);
     const row = rows[0];
     if (!row) return { applied: false, current: null };
     if (transition.status === 'executing' && RANK[row.status] === 2) {
@@ -345,6 +353,7 @@ export async function applyTransition(
     if (RANK[transition.status] <= RANK[row.status]) return { applied: false, current: row.status };
 
     let updated: PredictionRow[];
+    let refundedCredits = 0;
     switch (transition.status) {
       case 'executing':
         ({ rows: updated } = await tx.query<PredictionRow>(
@@ -370,6 +379,7 @@ export async function applyTransition(
           );
           if (refunds.length > 0) {
             await tx.query('UPDATE users SET balance_cents = balance_cents + $2 WHERE id = $1', [row.user_id, Number(row.credits_cents)]);
+            refundedCredits = Number(row.credits_cents) / 100;
           }
         }
         ({ rows: updated } = await tx.query<PredictionRow>(
@@ -383,6 +393,6 @@ export async function applyTransition(
     }
     const record = toRecord(updated[0]!);
     const outbox = row.webhook ? await enqueueOutbox(tx, [webhookFor(record, row.webhook)]) : [];
-    return { applied: true, record, webhook: row.webhook, outbox };
+    return { applied: true, record, webhook: row.webhook, outbox, workflow: row.workflow, refundedCredits };
   });
 }

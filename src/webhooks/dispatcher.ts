@@ -1,5 +1,6 @@
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
+import type { ApiMetrics } from '../api/metrics.ts';
 import type { Queue } from '../queue/connection.ts';
 import { runConsumer, type RunningConsumer } from '../queue/consume.ts';
 import { WebhookDelivery } from '../queue/schemas.ts';
@@ -25,6 +26,8 @@ export interface DispatcherOptions {
   concurrency?: number;
   /** Attempts in flight to one destination, i.e. URL scheme + host + port (default 2). */
   perDestination?: number;
+  /** Where attempts and deferrals are counted (absent: not counted). */
+  metrics?: ApiMetrics;
 }
 
 /**
@@ -64,6 +67,7 @@ export function startWebhookDispatcher(options: DispatcherOptions): RunningConsu
     if (deferred !== null) {
       logger.warn({ destination, perDestination, deferred }, 'webhook destination at its limit of attempts in flight; deferring its other deliveries');
     }
+    options.metrics?.webhookDeferred();
     msg.nak(delayMs);
   };
 
@@ -92,12 +96,13 @@ export function startWebhookDispatcher(options: DispatcherOptions): RunningConsu
       if (times !== null) logger.warn({ concurrency, times }, 'all webhook slots in use; further deliveries wait for one to free');
     }
     let outcome: DeliveryOutcome;
+    const started = performance.now();
     try {
       outcome = await sendAttempt(msg, delivery);
     } finally {
       release();
     }
-    await settle(msg, delivery, destination, outcome);
+    await settle(msg, delivery, destination, outcome, (performance.now() - started) / 1000);
   };
 
   const sendAttempt = async (msg: JsMsg, delivery: WebhookDelivery): Promise<DeliveryOutcome> => {
@@ -118,25 +123,29 @@ export function startWebhookDispatcher(options: DispatcherOptions): RunningConsu
     }
   };
 
-  const settle = async (msg: JsMsg, delivery: WebhookDelivery, destination: string, outcome: DeliveryOutcome): Promise<void> => {
+  const settle = async (msg: JsMsg, delivery: WebhookDelivery, destination: string, outcome: DeliveryOutcome, seconds: number): Promise<void> => {
     const attemptNumber = delivery.attempt ?? 1;
     const context = { deliveryId: delivery.deliveryId, predictionId: delivery.predictionId, destination, attempt: attemptNumber };
     if (outcome.kind === 'delivered') {
+      options.metrics?.webhookAttempted('delivered', seconds);
       logger.info({ ...context, status: outcome.status }, 'webhook delivered');
       msg.ack();
       return;
     }
     if (outcome.kind === 'give_up') {
+      options.metrics?.webhookAttempted('given_up', seconds);
       logger.warn({ ...context, reason: outcome.reason, status: outcome.status }, 'webhook given up');
       msg.term();
       return;
     }
     const delayMs = nextDelayMs(attemptNumber, options.scheduleMs, outcome.retryAfter ?? null);
     if (delayMs === null) {
+      options.metrics?.webhookAttempted('given_up', seconds);
       logger.warn({ ...context, reason: outcome.reason }, 'webhook retries exhausted');
       msg.term();
       return;
     }
+    options.metrics?.webhookAttempted('retry', seconds);
     logger.info({ ...context, reason: outcome.reason, status: outcome.status, retryInMs: delayMs }, 'webhook will be retried');
     await queueRetry(options.queue.js, msg, delivery, attemptNumber + 1, delayMs, logger);
   };

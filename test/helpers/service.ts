@@ -36,6 +36,8 @@ export function testConfig(dataDir: string, databaseUrl: string | undefined, env
     WEBHOOK_SECRET: TEST_SECRET,
     ALLOW_PRIVATE_URLS: 'true',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // Any free port: test files run in parallel, and each service has its own /metrics.
+    METRICS_PORT: '0',
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...env,
   });
