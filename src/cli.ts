@@ -77,6 +77,7 @@ function requireNatsUrl(config: Config): string {
 async function serve(config: Config): Promise<number> {
   const logger = createLogger(config.LOG_LEVEL, 'api');
   const api = await startApiService({ config, natsUrl: requireNatsUrl(config), logger });
+  logger.info({ address: api.address, metrics: metricsUrl(api.metricsAddress) }, 'qr-art API is up');
   return untilSignal(logger, [() => api.stop()]);
 }
 
@@ -87,7 +88,17 @@ async function worker(config: Config): Promise<number> {
   return untilSignal(logger, [() => service.stop()]);
 }
 
-async function start(config: Config): Promise<number> {
+/** The worker's metrics port under `start` when WORKER_METRICS_PORT is unset: next to the API's 9464, as in the deployment. */
+export const START_WORKER_METRICS_PORT = 9465;
+
+/** A listener's /metrics URL, or 'off'. */
+function metricsUrl(address: string | undefined): string {
+  return address ? `${address}/metrics` : 'off';
+}
+
+async function start(given: Config): Promise<number> {
+  // Both processes' metrics, each on its port, as in a deployment (WORKER_METRICS_PORT=off turns the worker's off).
+  const config: Config = { ...given, WORKER_METRICS_PORT: given.WORKER_METRICS_PORT ?? START_WORKER_METRICS_PORT };
   const logger = createLogger(config.LOG_LEVEL, 'qr-art');
   let nats: LocalNats | null = null;
   let natsUrl = config.NATS_URL;
@@ -103,7 +114,10 @@ async function start(config: Config): Promise<number> {
     logger: logger.child({ role: 'api' }),
     extraReadiness: { worker: workerService.readiness.pulling, inference: workerService.readiness.inference },
   });
-  logger.info({ address: api.address, docs: `${api.address}/docs` }, 'qr-art is up');
+  logger.info(
+    { address: api.address, docs: `${api.address}/docs`, apiMetrics: metricsUrl(api.metricsAddress), workerMetrics: metricsUrl(workerService.httpAddress) },
+    'qr-art is up',
+  );
   const stoppers = [() => api.stop(), () => workerService.stop(), async () => nats?.stop()];
   void workerService.fatal.then((error) => exitOnDeviceFault(logger, error, stoppers, config.JOB_ABORT_GRACE_MS));
   return untilSignal(logger, stoppers);
