@@ -3,6 +3,7 @@ import { balanceOf } from '../../src/store/accounts.ts';
 import { isPulling, predictionsOf, startFaultStack, waitForStatus, type FaultStack, type WorkerProcess } from '../helpers/fault-stack.ts';
 import { sleep } from '../helpers/flows.ts';
 import { statusEventsOf } from '../helpers/outputs.ts';
+import { scrape } from '../helpers/prometheus.ts';
 
 /**
  * Issue 11's device faults, through the real stack (API in this process, a real nats-server,
@@ -135,6 +136,13 @@ describe('device faults (fault injection on CPU, real nats-server, worker proces
     expect(seen.some((s) => s.status === 503 && !s.inference)).toBe(true);
     expect(seen.at(-1)).toEqual({ status: 200, inference: true });
     expect(w.isRunning()).toBe(true);
+    // The same story in the worker's metrics.
+    const metrics = await scrape(readyz.replace(/\/readyz$/, '/metrics'));
+    expect(metrics.value('qrart_worker_inference_thread_restarts_total')).toBeGreaterThanOrEqual(1);
+    expect(metrics.value('qrart_worker_jobs_total', { outcome: 'handed_back' })).toBe(2);
+    expect(metrics.value('qrart_worker_jobs_total', { outcome: 'executed' })).toBe(0);
+    // The API's MaxDeliver handler refunded it (other tests of this file may have refunded too).
+    expect((await scrape(`${stack.api.metricsAddress}/metrics`)).value('qrart_credits_refunded_total')).toBeGreaterThanOrEqual(created.credits);
   }, 240_000);
 
   it('a run stuck in native code (the thread cannot even be terminated): its job goes back, the worker exits, another one executes it', async () => {
