@@ -47,6 +47,8 @@ export const ConfigSchema = z.object({
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5000),
   /** How stale a prediction read may be when another API replica changed it; 0 disables. */
   READ_CACHE_TTL_MS: z.coerce.number().int().min(0).default(1000),
+  /** Copies of each JetStream stream and of the image bucket: 3 on a clustered NATS, 1 on a single server. */
+  JETSTREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   JOB_ACK_WAIT_MS: milliseconds.default(60_000),
   JOB_MAX_DELIVER: z.coerce.number().int().min(1).max(100).default(3),
   /** Jobs a worker holds at once: on the device, waiting for it, and being finished on the CPU. */

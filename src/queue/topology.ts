@@ -8,13 +8,18 @@ import {
   type JetStreamManager,
   type StreamConfig,
 } from '@nats-io/jetstream';
-import { CONSUMERS, STREAMS, subjects } from './subjects.ts';
+import { CONSUMERS, OBJECT_BUCKET, STREAMS, subjects } from './subjects.ts';
 
 export interface TopologyOptions {
   /** How long a worker may hold a job without heartbeat before it is redelivered. */
   jobAckWaitMs: number;
   /** Deliveries of one job before it is given up (and the prediction failed and refunded). */
   jobMaxDeliver: number;
+  /**
+   * Copies of every stream (and of the image bucket) a NATS cluster keeps: 3 on a 3-server
+   * JetStream cluster survives losing a server; 1 (the default) on a single server.
+   */
+  replicas?: number;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -24,7 +29,9 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * it at start, so whichever starts first leaves the same topology.
  */
 export async function ensureTopology(jsm: JetStreamManager, options: TopologyOptions): Promise<void> {
+  const replicas = options.replicas ?? 1;
   await ensureStream(jsm, {
+    num_replicas: replicas,
     name: STREAMS.jobs,
     subjects: [subjects.jobsAll],
     retention: RetentionPolicy.Workqueue,
@@ -33,6 +40,7 @@ export async function ensureTopology(jsm: JetStreamManager, options: TopologyOpt
     duplicate_window: nanos(30 * 60 * 1000),
   });
   await ensureStream(jsm, {
+    num_replicas: replicas,
     name: STREAMS.events,
     subjects: [subjects.eventsAll],
     retention: RetentionPolicy.Limits,
@@ -41,6 +49,7 @@ export async function ensureTopology(jsm: JetStreamManager, options: TopologyOpt
     duplicate_window: nanos(30 * 60 * 1000),
   });
   await ensureStream(jsm, {
+    num_replicas: replicas,
     name: STREAMS.webhooks,
     subjects: [subjects.webhooksAll],
     retention: RetentionPolicy.Workqueue,
@@ -50,11 +59,17 @@ export async function ensureTopology(jsm: JetStreamManager, options: TopologyOpt
   // Advisories are plain NATS messages; capturing them in a stream means a MaxDeliver
   // that happens while the API is down is still handled when it comes back.
   await ensureStream(jsm, {
+    num_replicas: replicas,
     name: STREAMS.jobAdvisories,
     subjects: [subjects.jobMaxDeliveries],
     retention: RetentionPolicy.Workqueue,
     storage: StorageType.File,
   });
+
+  // The image bucket is created by connectQueue; its backing stream gets the same replicas.
+  const bucketStream = `OBJ_${OBJECT_BUCKET}`;
+  const bucket = await jsm.streams.info(bucketStream).catch(() => null);
+  if (bucket && bucket.config.num_replicas !== replicas) await jsm.streams.update(bucketStream, { num_replicas: replicas });
 
   await ensureConsumer(jsm, STREAMS.jobs, {
     durable_name: CONSUMERS.workers,

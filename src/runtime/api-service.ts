@@ -48,7 +48,7 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
   await seedFromSpec(db, parseApiKeysSpec(config.API_KEYS));
 
   const queue = await connectQueue(options.natsUrl, 'qr-art-api');
-  await ensureTopology(queue.jsm, { jobAckWaitMs: config.JOB_ACK_WAIT_MS, jobMaxDeliver: config.JOB_MAX_DELIVER });
+  await ensureTopology(queue.jsm, { jobAckWaitMs: config.JOB_ACK_WAIT_MS, jobMaxDeliver: config.JOB_MAX_DELIVER, replicas: config.JETSTREAM_REPLICAS });
   // One per service: every piece below that records gets this one (tests run several services in a process).
   const metrics = new ApiMetrics();
   registerScrapeProbes({ registry: metrics.registry, db, queue, logger });

@@ -29,7 +29,7 @@ export interface WorkerService {
 export async function startWorkerService(options: { config: Config; natsUrl: string; logger: Logger }): Promise<WorkerService> {
   const { config, logger } = options;
   const queue = await connectQueue(options.natsUrl, 'qr-art-worker');
-  await ensureTopology(queue.jsm, { jobAckWaitMs: config.JOB_ACK_WAIT_MS, jobMaxDeliver: config.JOB_MAX_DELIVER });
+  await ensureTopology(queue.jsm, { jobAckWaitMs: config.JOB_ACK_WAIT_MS, jobMaxDeliver: config.JOB_MAX_DELIVER, replicas: config.JETSTREAM_REPLICAS });
   // One per service, handed to every piece that records (tests run several services in a process).
   const metrics = new WorkerMetrics();
   const policy = { allowPrivate: config.ALLOW_PRIVATE_URLS };
