@@ -1,6 +1,7 @@
 // npm run bench -- <name> [options]: the benchmarks, one file each.
 const BENCHES: Record<string, string> = {
   api: './api.ts',
+  outages: './outages.ts',
   outpaint: './outpaint.ts',
   qr: './qr.ts',
   scale: './scale.ts',
