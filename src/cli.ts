@@ -6,6 +6,7 @@ import { NatsServerMissingError, startLocalNats, type LocalNats } from './runtim
 import { startWorkerService } from './runtime/worker-service.ts';
 import { ManifestError } from './pipeline/manifest.ts';
 import { InferenceInitError } from './worker/inference-protocol.ts';
+import { DependencyUnavailableError } from './util/unavailable.ts';
 
 const USAGE = `qr-art <command>
 
@@ -59,6 +60,11 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof ConfigError || error instanceof NatsServerMissingError || error instanceof ManifestError || error instanceof InferenceInitError) {
       console.error(error.message);
+      return 1;
+    }
+    if (error instanceof DependencyUnavailableError) {
+      // At start: the database stayed unreachable for DB_STARTUP_WAIT_MS (or keys could not reach it).
+      console.error(`${error.message}: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`);
       return 1;
     }
     if (String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS')) {

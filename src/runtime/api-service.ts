@@ -14,7 +14,7 @@ import { connectQueue, type Queue } from '../queue/connection.ts';
 import { startOutboxRelay } from '../queue/outbox-relay.ts';
 import { ensureTopology } from '../queue/topology.ts';
 import { seedFromSpec } from '../store/accounts.ts';
-import { openDatabase, type Database } from '../store/database.ts';
+import { openDatabaseWaiting, type Database } from '../store/database.ts';
 import { startKeyPruner } from '../store/idempotency.ts';
 import { startWebhookDispatcher } from '../webhooks/dispatcher.ts';
 import { DEFAULT_WEBHOOK_SCHEDULE_MS, parseScheduleMs } from '../webhooks/retry-policy.ts';
@@ -43,7 +43,11 @@ export interface ApiServiceOptions {
 /** The control plane: database, NATS topology, background consumers and the HTTP server. */
 export async function startApiService(options: ApiServiceOptions): Promise<ApiService> {
   const { config, logger } = options;
-  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: path.join(config.DATA_DIR, 'pglite'), limits: postgresLimits(config) });
+  const db = await openDatabaseWaiting(
+    { databaseUrl: config.DATABASE_URL, pgliteDir: path.join(config.DATA_DIR, 'pglite'), limits: postgresLimits(config) },
+    config.DB_STARTUP_WAIT_MS,
+    (error) => logger.warn({ err: error.cause ?? error }, 'database not reachable yet; waiting for it'),
+  );
   logger.info({ database: db.kind }, 'database ready');
   await seedFromSpec(db, parseApiKeysSpec(config.API_KEYS));
 

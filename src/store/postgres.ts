@@ -48,8 +48,12 @@ export async function openPostgres(connectionString: string, limits: PostgresLim
     },
   });
 
-  // Fail at start with the driver's message rather than on the first request.
-  const probe = await pool.connect();
+  // Fail at start with the driver's message rather than on the first request (as
+  // DependencyUnavailableError when the server is only unreachable: the caller may wait).
+  const probe = await pool.connect().catch(async (error: unknown) => {
+    await pool.end().catch(() => undefined);
+    return unavailable(error);
+  });
   probe.release();
 
   return {

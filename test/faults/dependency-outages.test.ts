@@ -167,6 +167,25 @@ describe.skipIf(!postgresBinDir())('the API through database and broker outages'
     await expectChargedOnce();
   }, 90_000);
 
+  it('an API replica started while PostgreSQL is down waits for it and comes up with it', async () => {
+    await database.stop('fast');
+    const config = testConfig(dataDir, database.url, { DB_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS), DB_STARTUP_WAIT_MS: '30000' });
+    const starting = startApiService({ config, natsUrl: nats.url, logger: pino({ level: config.LOG_LEVEL }) });
+    let started = false;
+    void starting.then(() => (started = true), () => undefined);
+    await sleep(2500);
+    expect(started).toBe(false);
+    await database.start();
+    const replica = await starting;
+    try {
+      const readiness = await fetch(`${replica.address}/readyz`);
+      expect(readiness.status).toBe(200);
+      expect((await call('POST', '/v1/predictions/queue', { body: body() })).status).toBe(200);
+    } finally {
+      await replica.stop();
+    }
+  }, 60_000);
+
   it('stays up through a NATS restart under load: creates and reads go on, a file request is a 503 at once, and files are served again when NATS returns', async () => {
     const name = imageName();
     await api.queue.images.putBlob({ name }, new Uint8Array([137, 80, 78, 71]));
