@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
-import type { ApiMetrics } from '../api/metrics.ts';
 import type { JsMsg } from '@nats-io/jetstream';
 import type { Database } from '../store/database.ts';
-import { applyTransition, transitionFromEvent, type PredictionRecord } from '../store/predictions.ts';
+import { applyTransition, transitionFromEvent, type PredictionRecord, type PredictionStatus } from '../store/predictions.ts';
 import type { Queue } from '../queue/connection.ts';
 import { runConsumer, type RunningConsumer } from '../queue/consume.ts';
 import type { OutboxRelay } from '../queue/outbox-relay.ts';
@@ -22,6 +21,12 @@ import { webhookDeliveryFor } from './webhook-delivery.ts';
  * what it needs (a terminal event its start time) and applyTransition merges them the same
  * way whatever the order.
  */
+/** Where applied events and refunds are counted (the API's metrics; declared here so this layer needs nothing above it). */
+export interface EventRecorder {
+  eventApplied(status: PredictionStatus, at: string): void;
+  creditsRefunded(workflow: string, credits: number): void;
+}
+
 export function startEventApplier(deps: {
   db: Database;
   queue: Queue;
@@ -29,7 +34,7 @@ export function startEventApplier(deps: {
   logger: Logger;
   publicBaseUrl: () => string;
   onChange: (record: PredictionRecord) => void;
-  metrics?: ApiMetrics;
+  metrics?: EventRecorder;
 }): RunningConsumer {
   const logger = deps.logger.child({ component: 'event-applier' });
   return runConsumer({

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { ApiMetrics } from '../api/metrics.ts';
 import type { Database } from '../store/database.ts';
 import type { IdempotencyClaim } from '../store/idempotency.ts';
 import { createPredictions, type CreateResult, type NewPrediction } from '../store/predictions.ts';
@@ -9,6 +8,11 @@ import { subjects } from '../queue/subjects.ts';
 import type { JobMessage } from '../queue/schemas.ts';
 import { catalogue } from '../workflows/catalogue.ts';
 import type { ParsedPrediction } from '../workflows/validate.ts';
+
+/** Where committed creates are counted (the API's metrics; declared here so this layer needs nothing above it). */
+export interface CreationRecorder {
+  predictionCreated(workflow: string, credits: number): void;
+}
 
 /** A create that went through: a new prediction, or the one its Idempotency-Key made before. */
 export type Submitted = Extract<CreateResult, { ok: true }>;
@@ -33,7 +37,7 @@ interface Waiting {
  * committed at once, a burst costs a few statements instead of a few per request.
  * After each commit the relay publishes the committed jobs straight to JetStream.
  */
-export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBatch?: number; idempotencyTtlMs?: number; metrics?: ApiMetrics }): PredictionSubmitter {
+export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBatch?: number; idempotencyTtlMs?: number; metrics?: CreationRecorder }): PredictionSubmitter {
   const maxBatch = deps.maxBatch ?? 128;
   const waiting: Waiting[] = [];
   let committing = false;

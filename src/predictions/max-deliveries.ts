@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import type { ApiMetrics } from '../api/metrics.ts';
 import { z } from 'zod';
 import type { Database } from '../store/database.ts';
 import { applyTransition, type PredictionRecord } from '../store/predictions.ts';
@@ -8,7 +7,7 @@ import { runConsumer, type RunningConsumer } from '../queue/consume.ts';
 import type { OutboxRelay } from '../queue/outbox-relay.ts';
 import { JobMessage } from '../queue/schemas.ts';
 import { CONSUMERS, STREAMS } from '../queue/subjects.ts';
-import { safeJson } from './apply-events.ts';
+import { safeJson, type EventRecorder } from './apply-events.ts';
 import { webhookDeliveryFor } from './webhook-delivery.ts';
 
 const MaxDeliveriesAdvisory = z.object({ stream: z.string(), stream_seq: z.number().int().positive() });
@@ -24,7 +23,7 @@ export function startMaxDeliveryHandler(deps: {
   relay: OutboxRelay;
   logger: Logger;
   onChange: (record: PredictionRecord) => void;
-  metrics?: ApiMetrics;
+  metrics?: Pick<EventRecorder, 'creditsRefunded'>;
 }): RunningConsumer {
   const logger = deps.logger.child({ component: 'max-deliveries' });
   return runConsumer({

@@ -1,6 +1,5 @@
 import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
-import type { ApiMetrics } from '../api/metrics.ts';
 import type { Queue } from '../queue/connection.ts';
 import { runConsumer, type RunningConsumer } from '../queue/consume.ts';
 import { WebhookDelivery } from '../queue/schemas.ts';
@@ -15,6 +14,12 @@ export const DEFAULT_WEBHOOK_CONCURRENCY = 256;
 /** A recurring "destination busy" or "all slots in use" condition is logged at most this often. */
 const NOTICE_INTERVAL_MS = 60_000;
 
+/** Where delivery attempts and deferrals are counted (the API's metrics; declared here so this layer needs nothing above it). */
+export interface DeliveryRecorder {
+  webhookAttempted(outcome: 'delivered' | 'retry' | 'given_up', seconds: number): void;
+  webhookDeferred(): void;
+}
+
 export interface DispatcherOptions {
   queue: Queue;
   logger: Logger;
@@ -27,7 +32,7 @@ export interface DispatcherOptions {
   /** Attempts in flight to one destination, i.e. URL scheme + host + port (default 2). */
   perDestination?: number;
   /** Where attempts and deferrals are counted (absent: not counted). */
-  metrics?: ApiMetrics;
+  metrics?: DeliveryRecorder;
 }
 
 /**
