@@ -83,6 +83,15 @@ export const StatusEvent = z.discriminatedUnion('status', [
 export type StatusEvent = z.infer<typeof StatusEvent>;
 export type StatusEventInput = z.input<typeof StatusEvent>;
 
+/** Published by the worker on `qrart.progress.<predictionId>` (core NATS) as denoising goes. */
+export const ProgressEvent = z.object({
+  predictionId: z.string().min(1),
+  /** Denoising steps done, over every image of the job (a face pass or refinement adds steps). */
+  step: z.number().int().min(0),
+  total: z.number().int().min(1),
+});
+export type ProgressEvent = z.infer<typeof ProgressEvent>;
+
 /** One webhook delivery, queued on `qrart.webhooks.<predictionId>` with Nats-Msg-Id = deliveryId. */
 export const WebhookDelivery = z.object({
   deliveryId: z.string().min(1),

@@ -21,6 +21,11 @@ export const subjects = {
   job: (workflowToken: string) => `qrart.jobs.${workflowToken}`,
   eventsAll: 'qrart.events.>',
   event: (predictionId: string) => `qrart.events.${predictionId}`,
+  /**
+   * A job's denoising progress (core NATS, no stream: a lost one is superseded by the next),
+   * published by the worker that runs it, read by the API's event streams.
+   */
+  progress: (predictionId: string) => `qrart.progress.${predictionId}`,
   webhooksAll: 'qrart.webhooks.>',
   webhook: (predictionId: string) => `qrart.webhooks.${predictionId}`,
   /** The server's advisory when a job has been delivered MaxDeliver times without an ack. */

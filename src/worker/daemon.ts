@@ -6,6 +6,7 @@ import type { Queue } from '../queue/connection.ts';
 import { JobMessage, NSFW_ERROR, type StatusEventInput } from '../queue/schemas.ts';
 import { CONSUMERS, STREAMS, subjects } from '../queue/subjects.ts';
 import type { WorkerMetrics } from './metrics.ts';
+import { progressPublisher } from './progress-publisher.ts';
 import { DeviceFaultError, JobInputError, type JobRunner, type RunOutcome } from './runner.ts';
 
 export interface WorkerDaemonOptions {
@@ -108,6 +109,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
           signal: abort.signal,
           onStart: () => void announce().catch((err) => log.warn({ err }, 'executing event not published; it is sent again with the result')),
           onDeviceDone: releaseDevice,
+          onProgress: progressPublisher(queue.nc, job.id),
         });
       } finally {
         releaseDevice();

@@ -31,7 +31,7 @@ import type { PresetName } from '../workflows/presets.ts';
 import { jobControlImage } from './control-image-runner.ts';
 import { deadlineFor, underDeadline, type DeadlineSettings } from './deadline.ts';
 import type { FinishPool, FinishResult } from './finish-pool.ts';
-import type { InferenceClient, ProgressListener } from './inference-client.ts';
+import type { InferenceClient } from './inference-client.ts';
 import type { InferencePlan, InferenceResult, ThreadSpan } from './inference-protocol.ts';
 import { runOutpaintJob } from './outpaint-job.ts';
 import type { WorkerMetrics } from './metrics.ts';
@@ -68,7 +68,7 @@ export interface DetailedRun {
 }
 
 /** runDetailed's options: the daemon's hooks, all optional (the CLI and the bench run jobs directly). */
-export type DetailedOptions = Partial<RunHooks> & { readonly onProgress?: ProgressListener };
+export type DetailedOptions = Partial<RunHooks>;
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);

@@ -21,6 +21,8 @@ export interface RunHooks {
   readonly onStart?: () => void;
   /** The device is done with the job (what is left runs on the CPU): the daemon may send it the next one. */
   readonly onDeviceDone?: () => void;
+  /** A denoising step finished: step of total, over every image of the job. */
+  readonly onProgress?: (step: number, total: number) => void;
 }
 
 /** What the daemon needs from a generation pipeline: a job in, images (or an NSFW verdict) out. */
