@@ -45,6 +45,8 @@ export const ConfigSchema = z.object({
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
   /** The whole request, headers and body, must arrive within this (else 408); also bounds reading the rest of a refused body. */
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
+  /** Keyless previews and quotes a minute from one client address (routes/free-tools.ts). */
+  PREVIEW_RATE_LIMIT: z.coerce.number().int().min(1).default(120),
   /** How long a valid API key is remembered (a revocation takes effect within it); 0 disables. */
   API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5000),
   /** How stale a prediction read may be when another API replica changed it; 0 disables. */

@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'idempotency_key_reused'
   | 'not_found'
   | 'method_not_allowed'
+  | 'rate_limited'
   | 'service_unavailable'
   | 'internal_error';
 

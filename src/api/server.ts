@@ -7,10 +7,12 @@ import type { ObjectStore } from '@nats-io/obj';
 import type { Database } from '../store/database.ts';
 import type { PredictionSubmitter } from '../predictions/create.ts';
 import type { PredictionReader } from '../predictions/reader.ts';
+import type { PredictionFeed } from '../queue/prediction-feed.ts';
 import { ApiError, toApiError } from './errors.ts';
 import { UNMATCHED_ROUTE, type ApiMetrics } from './metrics.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { fileRoutes } from './routes/files.ts';
+import { freeToolRoutes } from './routes/free-tools.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health.ts';
 import { predictionRoutes } from './routes/predictions.ts';
 
@@ -20,6 +22,10 @@ export interface ApiDependencies {
   reader: PredictionReader;
   apiKeyCacheTtlMs: number;
   images: ObjectStore;
+  /** Status events and progress as workers publish them (the event streams). */
+  feed: PredictionFeed;
+  /** Keyless previews and quotes a minute from one address. */
+  previewRateLimit: number;
   /** Whether NATS is connected now (queue/connection.ts). */
   brokerConnected: () => boolean;
   logger: Logger;
@@ -106,7 +112,9 @@ export function buildApi(deps: ApiDependencies) {
   app.register(healthRoutes, { checks: deps.readiness });
   app.register(docsRoutes);
   app.register(fileRoutes, { images: deps.images, brokerConnected: deps.brokerConnected });
+  app.register(freeToolRoutes, { allowPrivateUrls: deps.allowPrivateUrls, perMinute: deps.previewRateLimit });
   app.register(predictionRoutes, {
+    feed: deps.feed,
     db: deps.db,
     submitter: deps.submitter,
     reader: deps.reader,

@@ -86,7 +86,7 @@ export type StatusEventInput = z.input<typeof StatusEvent>;
 /** Published by the worker on `qrart.progress.<predictionId>` (core NATS) as denoising goes. */
 export const ProgressEvent = z.object({
   predictionId: z.string().min(1),
-  /** Denoising steps done, over every image of the job (a face pass or refinement adds steps). */
+  /** Denoising steps done of all the job's steps (a batch is denoised together; a refinement or face pass adds steps). */
   step: z.number().int().min(0),
   total: z.number().int().min(1),
 });

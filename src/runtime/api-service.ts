@@ -12,6 +12,7 @@ import { createPredictionReader } from '../predictions/reader.ts';
 import { startMaxDeliveryHandler } from '../predictions/max-deliveries.ts';
 import { connectQueue, type Queue } from '../queue/connection.ts';
 import { startOutboxRelay } from '../queue/outbox-relay.ts';
+import { createPredictionFeed } from '../queue/prediction-feed.ts';
 import { ensureTopology } from '../queue/topology.ts';
 import { seedFromSpec } from '../store/accounts.ts';
 import { openDatabaseWaiting, type Database } from '../store/database.ts';
@@ -87,6 +88,8 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
     apiKeyCacheTtlMs: config.API_KEY_CACHE_TTL_MS,
     images: queue.images,
     brokerConnected: queue.connected,
+    feed: createPredictionFeed(queue.nc),
+    previewRateLimit: config.PREVIEW_RATE_LIMIT,
     logger,
     allowPrivateUrls: config.ALLOW_PRIVATE_URLS,
     bodyLimit: config.BODY_LIMIT_BYTES,

@@ -8,6 +8,8 @@ import { parseCreateBody } from '../../workflows/validate.ts';
 import { principalOf, requireApiKey } from '../auth.ts';
 import { ApiError, invalidRequest, notFound } from '../errors.ts';
 import { pageMeta, parseListQuery } from '../pagination.ts';
+import type { PredictionFeed } from '../../queue/prediction-feed.ts';
+import { predictionEventRoutes } from './prediction-events.ts';
 
 export interface PredictionRoutesOptions {
   db: Database;
@@ -16,13 +18,16 @@ export interface PredictionRoutesOptions {
   apiKeyCacheTtlMs: number;
   allowPrivateUrls: boolean;
   bodyLimit: number;
+  /** Live status and progress for the event streams. */
+  feed: PredictionFeed;
 }
 
-/** The prediction API of spec 4: create (POST, and GET for outpainting), get, list. */
+/** The prediction API of spec 4: create (POST, and GET for outpainting), get, list; and each prediction's event stream. */
 export async function predictionRoutes(app: FastifyInstance, options: PredictionRoutesOptions): Promise<void> {
   const { db, submitter } = options;
   app.decorateRequest('principal', null);
   app.addHook('onRequest', requireApiKey(db, options.apiKeyCacheTtlMs));
+  await app.register(predictionEventRoutes, { db, feed: options.feed });
 
   async function create(request: FastifyRequest, reply: FastifyReply, body: unknown) {
     const principal = principalOf(request);

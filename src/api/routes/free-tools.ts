@@ -1,0 +1,75 @@
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance } from 'fastify';
+import { encodePng, resizeImage } from '../../image/decode.ts';
+import { renderControlImage } from '../../qr/control-image.ts';
+import { controlPlanFor } from '../../workflows/control.ts';
+import { parseCreateBody, type ParsedPrediction } from '../../workflows/validate.ts';
+import { ApiError, invalidRequest } from '../errors.ts';
+
+export interface FreeToolsOptions {
+  allowPrivateUrls: boolean;
+  /** Requests per minute per client address (PREVIEW_RATE_LIMIT), for the preview and the quote together. */
+  perMinute: number;
+}
+
+/** The preview's long side: enough to judge where the code sits, cheap to draw and send. */
+export const PREVIEW_MAX_SIDE = 512;
+
+/**
+ * What a person can ask before paying, without a key: where the code will sit (the control
+ * image `qr-art qr render` writes, from the same code) and what a create would cost. Both
+ * validate the body by the create's own rules, so a body that previews also creates.
+ */
+export async function freeToolRoutes(app: FastifyInstance, options: FreeToolsOptions): Promise<void> {
+  // Keyless and CPU-bound (the preview draws an image): bounded per client address.
+  await app.register(rateLimit, {
+    max: options.perMinute,
+    timeWindow: 60_000,
+    errorResponseBuilder: (_request, context) =>
+      new ApiError(
+        429,
+        'rate_limited',
+        `at most ${context.max} previews and quotes a minute from one address; retry after ${Math.ceil(context.ttl / 1000)} s`,
+        [{ field: '', rule: 'rate_limit' }],
+        Math.ceil(context.ttl / 1000),
+      ),
+  });
+
+  const parse = (body: unknown): ParsedPrediction => {
+    const parsed = parseCreateBody(body, { allowPrivateUrls: options.allowPrivateUrls, randomSeed: () => 0 });
+    if (!parsed.ok) throw invalidRequest(parsed.issues);
+    return parsed.value;
+  };
+
+  app.post('/v1/predictions/quote', async (request) => {
+    const { workflow, input, costCents } = parse(request.body);
+    // The seed a create would draw is not drawn here: it stays absent unless the body gave one.
+    const given = request.body as Record<string, unknown>;
+    if (given.seed === undefined || given.seed === null) delete input.seed;
+    return { success: true, data: { workflow, credits: costCents / 100, input } };
+  });
+
+  app.post('/v1/qr/preview', async (request, reply) => {
+    const body = request.body;
+    // The layout is what is previewed: the text fields a create requires may still be empty.
+    const withText = body !== null && typeof body === 'object' && !Array.isArray(body) ? { prompt: 'preview', qrText: 'preview', ...body } : body;
+    const { workflow, input, costCents } = parse(withText);
+    const plan = controlPlanFor(workflow, input);
+    if (plan.kind !== 'content') {
+      throw invalidRequest([
+        { field: 'workflow', rule: 'workflow_has_preview', message: `${workflow} has no layout drawn by the server to preview; the v4 and v5 workflows do` },
+      ]);
+    }
+    const control = renderControlImage(plan);
+    const { width, height } = plan.canvas;
+    const scale = Math.min(1, PREVIEW_MAX_SIDE / Math.max(width, height));
+    const small = scale < 1 ? await resizeImage(control.image, Math.max(1, Math.round(width * scale)), Math.max(1, Math.round(height * scale)), 'fill') : control.image;
+    const layout = { width, height, codeSide: control.layout.codePixels, ...plan.placement, version: control.matrix.version };
+    return reply
+      .type('image/png')
+      .header('cache-control', 'no-store')
+      .header('x-qr-layout', JSON.stringify(layout))
+      .header('x-credits', String(costCents / 100))
+      .send(await encodePng(small));
+  });
+}

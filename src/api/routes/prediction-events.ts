@@ -1,0 +1,135 @@
+import { PassThrough } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import type { Queryable } from '../../store/database.ts';
+import { getPrediction, type PredictionRecord } from '../../store/predictions.ts';
+import type { FeedUpdate, PredictionFeed } from '../../queue/prediction-feed.ts';
+import { principalOf } from '../auth.ts';
+import { notFound } from '../errors.ts';
+
+export interface PredictionEventOptions {
+  db: Queryable;
+  feed: PredictionFeed;
+  /** A comment line this often keeps proxies from closing a quiet stream. */
+  keepAliveMs?: number;
+  /** The record is read again this often even when no event was heard (one may be missed while NATS reconnects). */
+  refreshMs?: number;
+}
+
+const KEEP_ALIVE_MS = 15_000;
+const REFRESH_MS = 5_000;
+/** A worker's status event reaches this replica before the (possibly other) replica applying it has written it. */
+const APPLY_WAIT_MS = 200;
+const APPLY_WAIT_TRIES = 25;
+
+const isFinal = (record: PredictionRecord): boolean => record.status === 'executed' || record.status === 'failed';
+
+/**
+ * GET /v1/predictions/{id}/events: the prediction as server-sent events. `prediction` carries
+ * the record (as GET returns it) at once and at every status change, `progress` the worker's
+ * denoising steps; the stream ends after the record is final. Registered under the
+ * prediction routes, so it needs the same x-api-key.
+ */
+export async function predictionEventRoutes(app: FastifyInstance, options: PredictionEventOptions): Promise<void> {
+  const { db, feed } = options;
+  const keepAliveMs = options.keepAliveMs ?? KEEP_ALIVE_MS;
+  const refreshMs = options.refreshMs ?? REFRESH_MS;
+  /** Open streams, ended when the server closes (else app.close() would wait for them forever). */
+  const open = new Set<() => void>();
+  app.addHook('preClose', async () => {
+    for (const end of [...open]) end();
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/predictions/:id/events', async (request, reply) => {
+    const userId = principalOf(request).userId;
+    const id = request.params.id;
+    const updates: FeedUpdate[] = [];
+    let wake: (() => void) | undefined;
+    // Listen before the first read: an event published in between is then not lost.
+    let unwatch: () => void = () => undefined;
+    try {
+      unwatch = feed.watch(id, (update) => {
+        updates.push(update);
+        wake?.();
+      });
+    } catch (error) {
+      // NATS closed: the stream still works, on the periodic reads alone.
+      request.log.warn({ err: error }, 'event stream without live updates');
+    }
+    let first: PredictionRecord | null;
+    try {
+      first = await getPrediction(db, userId, id);
+    } catch (error) {
+      unwatch();
+      throw error;
+    }
+    if (!first) {
+      unwatch();
+      throw notFound('prediction');
+    }
+
+    const stream = new PassThrough();
+    let ended = false;
+    const end = (): void => {
+      if (ended) return;
+      ended = true;
+      unwatch();
+      clearInterval(keepAlive);
+      open.delete(end);
+      wake?.();
+      stream.end();
+    };
+    open.add(end);
+    const send = (event: string, data: unknown): void => {
+      if (!ended) stream.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
+    const keepAlive = setInterval(() => stream.write(': keep-alive\n\n'), keepAliveMs);
+    reply.raw.once('close', end);
+
+    void (async () => {
+      let last = first;
+      send('prediction', last);
+      /** Reads the record; sends it when its status moved. */
+      const refresh = async (): Promise<boolean> => {
+        const record = await getPrediction(db, userId, id);
+        if (!record || record.status === last.status) return false;
+        last = record;
+        send('prediction', record);
+        return true;
+      };
+      try {
+        while (!ended && !isFinal(last)) {
+          if (updates.length === 0) {
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, refreshMs);
+              wake = () => (clearTimeout(timer), resolve());
+            });
+            wake = undefined;
+          }
+          const heard = updates.splice(0);
+          for (const update of heard) if (update.kind === 'progress') send('progress', { step: update.step, total: update.total });
+          if (ended) break;
+          if (!heard.some((update) => update.kind === 'status')) {
+            if (heard.length === 0) await refresh();
+            continue;
+          }
+          // A worker published a status: wait for it to be applied, passing progress on meanwhile.
+          for (let i = 0; i < APPLY_WAIT_TRIES && !ended && !(await refresh()); i++) {
+            await new Promise((resolve) => setTimeout(resolve, APPLY_WAIT_MS));
+            for (const update of updates.splice(0)) if (update.kind === 'progress') send('progress', { step: update.step, total: update.total });
+          }
+        }
+      } catch (error) {
+        // The database went away mid-stream: the client reconnects or polls, as after any drop.
+        request.log.warn({ err: error }, 'event stream ended early');
+      }
+      end();
+    })();
+
+    return reply
+      .header('content-type', 'text/event-stream; charset=utf-8')
+      .header('cache-control', 'no-store')
+      // nginx and similar proxies buffer responses unless told not to; events must flow as they come.
+      .header('x-accel-buffering', 'no')
+      .send(stream);
+  });
+}

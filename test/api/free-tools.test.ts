@@ -1,0 +1,94 @@
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestStack, type TestStack } from '../helpers/service.ts';
+import { parseCreateBody } from '../../src/workflows/validate.ts';
+import { controlPlanFor } from '../../src/workflows/control.ts';
+import { renderControlImage } from '../../src/qr/control-image.ts';
+import { encodePng } from '../../src/image/decode.ts';
+
+const v5 = { workflow: 'generate_qr_art_v5', qrContent: 'https://example.com/menu', aspectRatio: '16:9', resolution: 'HD', qrCodePartern: 'd1', qrRatio: 0.5 };
+
+describe('the keyless preview and quote', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack({ env: { PREVIEW_RATE_LIMIT: '12' } });
+  });
+  afterAll(async () => stack?.stop());
+
+  const post = (path: string, body: unknown) =>
+    fetch(`${stack.baseUrl}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+  it('previews a v5 layout without a key or a prompt: the qr render image, scaled to 512 px, with its layout and price', async () => {
+    const response = await post('/v1/qr/preview', v5);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('image/png');
+    const layout = JSON.parse(response.headers.get('x-qr-layout')!);
+    const png = Buffer.from(await response.arrayBuffer());
+    const meta = await sharp(png).metadata();
+    expect(Math.max(meta.width!, meta.height!)).toBe(512);
+    expect(meta.width! / meta.height!).toBeCloseTo(layout.width / layout.height, 2);
+    // The same layout `qr-art qr render` draws, from the same code.
+    const parsed = parseCreateBody({ ...v5, prompt: 'x' }, { allowPrivateUrls: false, randomSeed: () => 0 });
+    if (!parsed.ok) throw new Error('fixture body is invalid');
+    const plan = controlPlanFor(parsed.value.workflow, parsed.value.input);
+    if (plan.kind !== 'content') throw new Error('v5 has a content plan');
+    const control = renderControlImage(plan);
+    expect(layout).toEqual({ width: plan.canvas.width, height: plan.canvas.height, codeSide: control.layout.codePixels, ...plan.placement, version: control.matrix.version });
+    expect(Number(response.headers.get('x-credits'))).toBe(parsed.value.costCents / 100);
+    const full = await sharp(await encodePng(control.image)).resize(meta.width, meta.height, { fit: 'fill' }).greyscale().raw().toBuffer();
+    const got = await sharp(png).greyscale().raw().toBuffer();
+    expect(got.length).toBe(full.length);
+    let difference = 0;
+    for (let i = 0; i < got.length; i++) difference += Math.abs(got[i]! - full[i]!);
+    expect(difference / got.length).toBeLessThan(1);
+  });
+
+  it('moves the code when qrX and qrY change, and previews the v4 family at its fixed size', async () => {
+    const a = JSON.parse((await post('/v1/qr/preview', { ...v5, qrX: 0, qrY: 0 })).headers.get('x-qr-layout')!);
+    const b = JSON.parse((await post('/v1/qr/preview', { ...v5, qrX: 100, qrY: 20 })).headers.get('x-qr-layout')!);
+    expect([a.x, a.y, b.x, b.y]).toEqual([0, 0, 100, 20]);
+    const v4 = await post('/v1/qr/preview', { workflow: 'generate_qr_art_v4', qrContent: 'tel:+15550100' });
+    expect(v4.status).toBe(200);
+  });
+
+  it('answers a broken layout field with the create rule naming it, and a workflow without a layout with workflow_has_preview', async () => {
+    const bad = await post('/v1/qr/preview', { ...v5, qrRatio: 5 });
+    expect(bad.status).toBe(400);
+    const body = (await bad.json()) as any;
+    expect(body.error.details).toEqual([expect.objectContaining({ field: 'qrRatio' })]);
+    const client = await post('/v1/qr/preview', { workflow: 'generate_qr_art', qrText: 'x', qrImage: 'https://example.com/qr.png' });
+    expect(client.status).toBe(400);
+    expect(((await client.json()) as any).error.details).toEqual([expect.objectContaining({ field: 'workflow', rule: 'workflow_has_preview' })]);
+  });
+
+  it('quotes what a create would charge, with the defaults filled in and no seed drawn', async () => {
+    const response = await post('/v1/predictions/quote', { ...v5, prompt: 'a lighthouse', batchSize: 2 });
+    expect(response.status).toBe(200);
+    const { data } = (await response.json()) as any;
+    const parsed = parseCreateBody({ ...v5, prompt: 'a lighthouse', batchSize: 2 }, { allowPrivateUrls: false });
+    if (!parsed.ok) throw new Error('fixture body is invalid');
+    expect(data.credits).toBe(parsed.value.costCents / 100);
+    expect(data.workflow).toBe('generate_qr_art_v5');
+    expect(data.input.seed).toBeUndefined();
+    expect(data.input.batchSize).toBe(2);
+    const seeded = (await (await post('/v1/predictions/quote', { ...v5, prompt: 'a lighthouse', seed: 7 })).json()) as any;
+    expect(seeded.data.input.seed).toBe(7);
+    const missing = await post('/v1/predictions/quote', { workflow: 'generate_qr_art_v5' });
+    expect(missing.status).toBe(400);
+    expect(((await missing.json()) as any).error.details.map((d: { field: string }) => d.field)).toContain('qrContent');
+  });
+
+  it('limits one address to PREVIEW_RATE_LIMIT a minute: 429 rate_limited with Retry-After', async () => {
+    const statuses: number[] = [];
+    let limited: Response | undefined;
+    for (let i = 0; i < 14; i++) {
+      const response = await post('/v1/predictions/quote', { ...v5, prompt: 'x' });
+      statuses.push(response.status);
+      if (response.status === 429) limited = response;
+    }
+    expect(statuses).toContain(429);
+    expect(Number(limited!.headers.get('retry-after'))).toBeGreaterThan(0);
+    const body = await limited!.json();
+    expect(body).toMatchObject({ success: false, error: { code: 'rate_limited', details: [{ field: '', rule: 'rate_limit' }] } });
+  });
+});

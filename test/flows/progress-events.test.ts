@@ -1,0 +1,111 @@
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
+
+const KEY = 'key-sse-0123456789abcdef0123456789abcdef';
+const OTHER = 'key-sse-other-0123456789abcdef012345678';
+
+interface Streamed {
+  status: number;
+  events: EventSourceMessage[];
+  /** The server closed the stream (it was not cut by the test). */
+  ended: boolean;
+}
+
+/** Reads GET /v1/predictions/{id}/events as a browser's fetch would, until the server ends it or `until` says stop. */
+async function stream(stack: TestStack, id: string, key: string | null, until?: (events: EventSourceMessage[]) => boolean): Promise<Streamed> {
+  const controller = new AbortController();
+  const response = await fetch(`${stack.baseUrl}/v1/predictions/${id}/events`, { headers: key ? { 'x-api-key': key } : {}, signal: controller.signal });
+  const events: EventSourceMessage[] = [];
+  if (response.status !== 200 || !response.body) return { status: response.status, events, ended: false };
+  expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+  const parser = createParser({ onEvent: (event) => events.push(event) });
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of response.body) {
+      parser.feed(decoder.decode(chunk, { stream: true }));
+      if (until?.(events)) {
+        controller.abort();
+        return { status: 200, events, ended: false };
+      }
+    }
+  } catch (error) {
+    if (!controller.signal.aborted) throw error;
+  }
+  return { status: 200, events, ended: true };
+}
+
+const records = (events: EventSourceMessage[]) => events.filter((e) => e.event === 'prediction').map((e) => JSON.parse(e.data));
+const progress = (events: EventSourceMessage[]) => events.filter((e) => e.event === 'progress').map((e) => JSON.parse(e.data) as { step: number; total: number });
+
+describe('a prediction as server-sent events, through a worker on the demo graphs', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack({ worker: true, env: { API_KEYS: `sse:${KEY}:100,other:${OTHER}:10` } });
+  }, 120_000);
+  afterAll(async () => stack?.stop());
+
+  const create = async (over: Record<string, unknown> = {}) => {
+    const created = await stack.call('POST', '/v1/predictions/queue', {
+      key: KEY,
+      body: { workflow: 'generate_qr_art_v5', prompt: 'a lighthouse', qrContent: 'https://example.com/sse', steps: 12, seed: 3, ...over },
+    });
+    expect(created.status).toBe(200);
+    return created.body.data as { id: string };
+  };
+
+  it('streams the record, the steps as the worker takes them, and the final record, then ends', async () => {
+    const { id } = await create({ batchSize: 2 });
+    const streamed = await stream(stack, id, KEY);
+    expect(streamed.ended).toBe(true);
+    const seen = records(streamed.events);
+    expect(seen[0]).toMatchObject({ id, status: expect.stringMatching(/^(queued|executing)$/) });
+    expect(seen.at(-1)).toMatchObject({ id, status: 'executed', isScanables: [expect.any(Boolean), expect.any(Boolean)] });
+    expect(seen.at(-1)).toEqual((await stack.call('GET', `/v1/predictions/${id}`, { key: KEY })).body.data);
+    // Statuses only move forward, each once.
+    const statuses = seen.map((r) => r.status);
+    expect(statuses).toEqual([...new Set(statuses)]);
+    const steps = progress(streamed.events);
+    expect(steps.length).toBeGreaterThanOrEqual(2);
+    expect(steps.map((s) => s.step)).toEqual([...steps.map((s) => s.step)].sort((a, b) => a - b));
+    expect(new Set(steps.map((s) => s.total)).size).toBe(1);
+    expect(steps.at(-1)!.step).toBe(steps.at(-1)!.total);
+    // 12 steps, the batch denoised together (more with a refinement pass).
+    expect(steps[0]!.total).toBeGreaterThanOrEqual(12);
+    // Progress came before the final record.
+    const lastProgress = streamed.events.findLastIndex((e) => e.event === 'progress');
+    const final = streamed.events.findIndex((e) => e.event === 'prediction' && JSON.parse(e.data).status === 'executed');
+    expect(lastProgress).toBeLessThan(final);
+  }, 120_000);
+
+  it('gives a finished prediction as one event and ends', async () => {
+    const { id } = await create();
+    await waitFor(async () => ((await stack.call('GET', `/v1/predictions/${id}`, { key: KEY })).body.data.status === 'executed' ? true : undefined), 90_000);
+    const streamed = await stream(stack, id, KEY);
+    expect(streamed.ended).toBe(true);
+    expect(streamed.events.map((e) => e.event)).toEqual(['prediction']);
+    expect(records(streamed.events)[0].status).toBe('executed');
+  }, 120_000);
+
+  it('answers 401 without a key and 404 for another user or an unknown id, as GET does', async () => {
+    const { id } = await create();
+    expect((await stream(stack, id, null)).status).toBe(401);
+    expect((await stream(stack, id, OTHER)).status).toBe(404);
+    expect((await stream(stack, 'no-such-prediction', KEY)).status).toBe(404);
+    const body = await (await fetch(`${stack.baseUrl}/v1/predictions/${id}/events`, { headers: { 'x-api-key': OTHER } })).json();
+    expect(body).toMatchObject({ success: false, error: { code: 'not_found' } });
+  }, 120_000);
+
+  it('ends open streams when the API stops, so a shutdown never waits on a watcher', async () => {
+    // A job the worker will not reach soon: the stream stays open on its first event.
+    const { id } = await create({ steps: 40, batchSize: 4 });
+    const pending = stream(stack, id, KEY);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const t0 = Date.now();
+    await stack.restartApi();
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    const streamed = await pending;
+    expect(streamed.ended).toBe(true);
+    expect(records(streamed.events).length).toBeGreaterThanOrEqual(1);
+  }, 120_000);
+});
