@@ -14,6 +14,7 @@ import { docsRoutes } from './routes/docs.ts';
 import { fileRoutes } from './routes/files.ts';
 import { freeToolRoutes } from './routes/free-tools.ts';
 import { healthRoutes, type ReadinessCheck } from './routes/health.ts';
+import { playgroundRoutes } from './routes/playground.ts';
 import { predictionRoutes } from './routes/predictions.ts';
 
 export interface ApiDependencies {
@@ -111,6 +112,7 @@ export function buildApi(deps: ApiDependencies) {
 
   app.register(healthRoutes, { checks: deps.readiness });
   app.register(docsRoutes);
+  app.register(playgroundRoutes);
   app.register(fileRoutes, { images: deps.images, brokerConnected: deps.brokerConnected });
   app.register(freeToolRoutes, { allowPrivateUrls: deps.allowPrivateUrls, perMinute: deps.previewRateLimit });
   app.register(predictionRoutes, {

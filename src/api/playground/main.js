@@ -1,0 +1,224 @@
+// Wires the page together: the key, the workflow picker and its form, the live preview and
+// price, create, the result being followed, and the history.
+import { ApiError, createPrediction, getPrediction, openApi, storedKey, storeKey } from './api.js';
+import { clearErrors, fieldValues, readBody, renderFields, showApiError, showFieldError, workflowNote, workflowSchemas } from './form.js';
+import { historyView } from './history.js';
+import { livePreview } from './preview.js';
+import { resultView } from './progress.js';
+
+const $ = (id) => document.getElementById(id);
+const DEFAULT_WORKFLOW = 'generate_qr_art_v5';
+
+const keyInput = $('api-key');
+const keyError = $('error-x-api-key');
+const form = $('create-form');
+const fields = $('fields-area');
+const workflowSelect = $('workflow');
+const banner = $('form-error');
+const createButton = $('create-button');
+
+let schemas = {};
+const recall = (name) => {
+  try {
+    return localStorage.getItem(name);
+  } catch {
+    return null;
+  }
+};
+const remember = (name, value) => {
+  try {
+    localStorage.setItem(name, value);
+  } catch {
+    /* storage disabled */
+  }
+};
+let touched = new Set();
+let submitted = false;
+
+// ---- the key -------------------------------------------------------------------------------
+
+const currentKey = () => keyInput.value.trim();
+
+function showKeyError(message) {
+  keyError.textContent = message ?? '';
+  keyError.hidden = !message;
+  if (message) keyInput.setAttribute('aria-invalid', 'true');
+  else keyInput.removeAttribute('aria-invalid');
+}
+
+const history = historyView({
+  list: $('history-list'),
+  note: $('history-note'),
+  prev: $('history-prev'),
+  next: $('history-next'),
+  pageLabel: $('history-page'),
+  onOpen: (doc) => void openPrediction(doc),
+  onError: (error) => {
+    if (!error) return showKeyError(null);
+    if (error instanceof ApiError && error.status === 401) showKeyError(error.message);
+  },
+});
+
+keyInput.value = storedKey();
+keyInput.addEventListener('change', () => {
+  storeKey(currentKey());
+  showKeyError(null);
+  void history.setKey(currentKey());
+});
+$('key-show').addEventListener('click', (event) => {
+  const hidden = keyInput.type === 'password';
+  keyInput.type = hidden ? 'text' : 'password';
+  event.currentTarget.textContent = hidden ? 'Hide' : 'Show';
+});
+$('key-forget').addEventListener('click', () => {
+  keyInput.value = '';
+  storeKey('');
+  showKeyError(null);
+  void history.setKey('');
+});
+
+// ---- the result ----------------------------------------------------------------------------
+
+const result = resultView({
+  card: $('result-card'),
+  status: $('result-status'),
+  message: $('result-message'),
+  bar: $('progress-bar'),
+  barText: $('progress-text'),
+  error: $('result-error'),
+  caption: $('result-caption'),
+  images: $('result-images'),
+  idLine: $('result-id'),
+});
+
+const TERMINAL = new Set(['executed', 'failed']);
+
+function follow(record) {
+  return result.follow(currentKey(), record, {
+    onChange: (next) => {
+      if (TERMINAL.has(next.status)) void history.refresh();
+    },
+  });
+}
+
+async function openPrediction(doc) {
+  // Listed items leave out isScanables and error: read the whole record.
+  try {
+    const record = await getPrediction(currentKey(), doc.id);
+    void follow(record);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) showKeyError(error.message);
+  }
+}
+
+// ---- the form ------------------------------------------------------------------------------
+
+const currentSchema = () => schemas[workflowSelect.value];
+const current = () => {
+  const schema = currentSchema();
+  return { workflow: workflowSelect.value, schema, body: schema ? readBody(form, workflowSelect.value, schema).body : {} };
+};
+
+const preview = livePreview({
+  box: $('preview'),
+  image: $('preview-image'),
+  note: $('preview-note'),
+  cost: $('cost-value'),
+  fields,
+  current,
+  visibleErrors: () => (submitted ? new Set([...fields.querySelectorAll('[data-wf]')].map((input) => input.name)) : touched),
+});
+
+function showWorkflow(name, carried) {
+  const schema = schemas[name];
+  if (!schema) return;
+  renderFields($('fields'), $('more-fields'), schema, carried);
+  $('workflow-help').textContent = workflowNote(name);
+  touched = new Set();
+  submitted = false;
+  clearErrors(form, banner);
+  preview.now();
+}
+
+fields.addEventListener('input', (event) => {
+  if (event.target.name) touched.add(event.target.name);
+  preview.schedule();
+});
+fields.addEventListener('change', (event) => {
+  if (event.target.name) touched.add(event.target.name);
+  preview.schedule();
+});
+workflowSelect.addEventListener('change', () => {
+  const carried = fieldValues(form);
+  remember('qr-art.workflow', workflowSelect.value);
+  showWorkflow(workflowSelect.value, carried);
+});
+
+form.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const schema = currentSchema();
+  if (!schema) return;
+  clearErrors(form, banner);
+  showKeyError(null);
+  submitted = true;
+  const key = currentKey();
+  if (!key) {
+    showKeyError('Enter your API key first (see "Where do I get a key?").');
+    keyInput.focus();
+    return;
+  }
+  const { body, unreadable } = readBody(form, workflowSelect.value, schema);
+  if (unreadable.length) {
+    for (const name of unreadable) showFieldError(form, name, 'Enter a number.');
+    form.querySelector('[aria-invalid="true"]')?.focus();
+    return;
+  }
+  createButton.disabled = true;
+  createButton.textContent = 'Creating…';
+  try {
+    const record = await createPrediction(key, body);
+    void history.refresh();
+    void follow(record);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) {
+      showKeyError(error.message);
+      keyInput.focus();
+    } else if (error instanceof ApiError) {
+      showApiError(form, banner, error);
+      const first = form.querySelector('[aria-invalid="true"]');
+      if (first) first.focus();
+      else banner.scrollIntoView({ block: 'center' });
+    } else {
+      banner.textContent = `Could not reach the service: ${error.message}`;
+      banner.hidden = false;
+    }
+  } finally {
+    createButton.disabled = false;
+    createButton.textContent = 'Create';
+  }
+});
+
+// ---- start ---------------------------------------------------------------------------------
+
+async function start() {
+  try {
+    schemas = workflowSchemas(await openApi());
+  } catch (error) {
+    $('fields-loading').textContent = `Could not load the form from /openapi.json: ${error.message}`;
+    return;
+  }
+  for (const name of Object.keys(schemas)) {
+    const option = document.createElement('option');
+    option.value = name;
+    const short = workflowNote(name).split(':')[0] || name;
+    option.textContent = `${short} — ${name}`;
+    workflowSelect.append(option);
+  }
+  const remembered = recall('qr-art.workflow');
+  workflowSelect.value = schemas[remembered] ? remembered : schemas[DEFAULT_WORKFLOW] ? DEFAULT_WORKFLOW : Object.keys(schemas)[0];
+  showWorkflow(workflowSelect.value, {});
+  document.body.dataset.ready = 'true';
+  await history.setKey(currentKey());
+}
+
+void start();

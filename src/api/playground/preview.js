@@ -1,0 +1,161 @@
+// Live feedback while the form changes: the QR layout (POST /v1/qr/preview, v4 and v5
+// families), the outpainting canvas (drawn here), and the price (POST /v1/predictions/quote).
+// Calls are debounced and the previous one is cancelled, so typing costs a few requests.
+import { ApiError, preview, quote } from './api.js';
+import { clearErrors, showApiError } from './form.js';
+
+const DEBOUNCE_MS = 350;
+
+/**
+ * @param {object} o
+ * @param {() => {workflow: string, schema: object, body: object}} o.current  what the form says now
+ * @param {() => Set<string>} o.visibleErrors  fields whose live errors may be shown (touched ones)
+ */
+export function livePreview({ box, image, note, cost, fields, current, visibleErrors }) {
+  let timer;
+  let inFlight;
+  let blobUrl;
+  let generation = 0;
+  /** Workflows the server says have no drawn layout. */
+  const noLayout = new Set();
+  const outpaintFrame = document.createElement('div');
+  outpaintFrame.className = 'outpaint-frame';
+  const outpaintPicture = document.createElement('div');
+  outpaintPicture.className = 'outpaint-picture';
+  outpaintPicture.textContent = 'your picture';
+  outpaintFrame.append(outpaintPicture);
+
+  const hasLayout = (workflow, schema) => !!schema.properties?.qrContent && !noLayout.has(workflow);
+
+  function showCost(credits) {
+    cost.textContent = typeof credits === 'number' && Number.isFinite(credits) ? `${credits.toFixed(2)} credits` : '–';
+  }
+
+  function setImage(url) {
+    if (blobUrl) URL.revokeObjectURL(blobUrl);
+    blobUrl = url;
+    if (url) image.src = url;
+    else image.removeAttribute('src');
+    image.hidden = !url;
+  }
+
+  /**
+   * After a layout comes back: the allowed range of qrX / qrY for this size (the code's square,
+   * quiet zone included, is qrRatio of the short side and must stay inside the picture) and
+   * where "centred" puts it.
+   */
+  function describeLayout(layout, body, schema) {
+    if (!layout) return 'The black-and-white code as the model will see it.';
+    const ratio = body.qrRatio ?? schema.properties?.qrRatio?.default;
+    const square = typeof ratio === 'number' ? Math.round(ratio * Math.min(layout.width, layout.height)) : undefined;
+    for (const [name, size, at] of [
+      ['qrX', layout.width, layout.x],
+      ['qrY', layout.height, layout.y],
+    ]) {
+      const input = fields.querySelector(`[name="${name}"]`);
+      if (!input || square === undefined) continue;
+      const max = Math.max(0, size - square);
+      input.max = String(max);
+      input.placeholder = `centred (${at})`;
+      const help = fields.querySelector(`#help-${name}`);
+      if (help) help.textContent = `0 to ${max} px for this shape and size; empty = centred.`;
+    }
+    const place = typeof layout.x === 'number' && typeof layout.y === 'number' ? ` at (${layout.x}, ${layout.y})` : '';
+    return `Picture ${layout.width} × ${layout.height} px · code square ${square ?? layout.codeSide} px${place} · QR version ${layout.version}.`;
+  }
+
+  function drawOutpaint(body) {
+    const n = (v) => (Number.isFinite(v) ? v : 0);
+    const w = n(body.image_width);
+    const h = n(body.image_height);
+    if (!(w > 0 && h > 0)) {
+      outpaintFrame.hidden = true;
+      return 'Give the size of your picture and what to add around it.';
+    }
+    const total = { w: w + n(body.padding_left) + n(body.padding_right), h: h + n(body.padding_top) + n(body.padding_bottom) };
+    const scale = 100 / Math.max(total.w, total.h);
+    outpaintFrame.hidden = false;
+    outpaintFrame.style.width = `${total.w * scale}%`;
+    outpaintFrame.style.aspectRatio = `${total.w} / ${total.h}`;
+    outpaintPicture.style.left = `${(n(body.padding_left) / total.w) * 100}%`;
+    outpaintPicture.style.top = `${(n(body.padding_top) / total.h) * 100}%`;
+    outpaintPicture.style.width = `${(w / total.w) * 100}%`;
+    outpaintPicture.style.height = `${(h / total.h) * 100}%`;
+    return `Final picture: ${total.w} × ${total.h} px (yours in the middle, the grey part is painted).`;
+  }
+
+  /** Field errors from a live check: only beside fields the user has touched; never a banner. */
+  function showLiveErrors(error) {
+    clearErrors(fields);
+    if (error instanceof ApiError && error.status === 400) showApiError(fields, null, error, visibleErrors());
+  }
+
+  async function run() {
+    const mine = ++generation;
+    inFlight?.abort();
+    const controller = new AbortController();
+    inFlight = controller;
+    const { workflow, schema, body } = current();
+    if (!workflow || !schema) return;
+    const layout = hasLayout(workflow, schema);
+    const outpaint = workflow === 'outpainting';
+    box.hidden = !layout && !outpaint;
+    if (outpaint) {
+      box.querySelector('h3').textContent = 'Canvas';
+      setImage(null);
+      if (!outpaintFrame.isConnected) image.after(outpaintFrame);
+      note.textContent = drawOutpaint(body);
+    } else {
+      box.querySelector('h3').textContent = 'Layout preview';
+      outpaintFrame.remove();
+    }
+    try {
+      if (layout && body.qrContent) {
+        box.classList.add('loading');
+        const result = await preview(body, controller.signal);
+        if (mine !== generation) return URL.revokeObjectURL(result.blobUrl);
+        setImage(result.blobUrl);
+        note.textContent = describeLayout(result.layout, body, schema);
+        clearErrors(fields);
+        if (result.credits !== null) return showCost(result.credits);
+      } else if (layout) {
+        setImage(null);
+        note.textContent = 'Type what the code opens to see where it goes.';
+      }
+      const quoted = await quote(body, controller.signal);
+      if (mine !== generation) return;
+      clearErrors(fields);
+      showCost(quoted.credits);
+    } catch (error) {
+      if (controller.signal.aborted || mine !== generation) return;
+      if (error instanceof ApiError && error.status === 400 && error.details.some((d) => d.rule === 'workflow_has_preview')) {
+        noLayout.add(workflow);
+        return run();
+      }
+      if (error instanceof ApiError && error.status === 429) {
+        note.textContent = `Preview paused for ${error.retryAfter ?? 5} s (many changes in a short time).`;
+        timer = setTimeout(run, (error.retryAfter ?? 5) * 1000);
+        return;
+      }
+      showCost(undefined);
+      showLiveErrors(error);
+      if (layout && body.qrContent) note.textContent = 'Fix the fields marked in red to update the preview.';
+      else if (!(error instanceof ApiError)) note.textContent = `Preview unavailable: ${error.message}`;
+    } finally {
+      if (mine === generation) box.classList.remove('loading');
+    }
+  }
+
+  return {
+    /** The form changed: check again after a short pause. */
+    schedule() {
+      clearTimeout(timer);
+      timer = setTimeout(run, DEBOUNCE_MS);
+    },
+    /** Check now (a new workflow was picked). */
+    now() {
+      clearTimeout(timer);
+      void run();
+    },
+  };
+}

@@ -1,0 +1,162 @@
+// One prediction on screen: its status and per-step progress, live from the SSE stream
+// (GET /v1/predictions/{id}/events), or from GET /v1/predictions/{id} every 2 s when the
+// stream cannot be had; then its images with their scan badges, the caption, or the error.
+import { ApiError, getPrediction, sameOriginFile, streamEvents } from './api.js';
+
+const POLL_MS = 2000;
+const TERMINAL = new Set(['executed', 'failed']);
+
+const STATUS_TEXT = {
+  queued: 'Waiting for a worker…',
+  executing: 'Painting…',
+  executed: 'Done.',
+  failed: 'It did not work.',
+};
+
+export function resultView(elements) {
+  const { card, status, message, bar, barText, error, caption, images, idLine } = elements;
+  let following;
+  let lastProgress = null;
+  let polling = false;
+
+  function setProgress(step, total) {
+    if (total > 0) {
+      bar.max = total;
+      bar.value = Math.min(step, total);
+      bar.setAttribute('aria-valuetext', `step ${Math.min(step, total)} of ${total}`);
+      barText.textContent = `Step ${Math.min(step, total)} of ${total}`;
+    } else {
+      bar.removeAttribute('value');
+      bar.removeAttribute('aria-valuetext');
+      barText.textContent = polling ? 'Live updates unavailable; checking every 2 seconds.' : '';
+    }
+  }
+
+  function renderImages(record) {
+    images.replaceChildren();
+    const urls = record.output && typeof record.output === 'object' && Array.isArray(record.output.images) ? record.output.images : [];
+    const verdicts = Array.isArray(record.isScanables) ? record.isScanables : [];
+    urls.forEach((imageUrl, i) => {
+      const local = sameOriginFile(imageUrl);
+      const figure = document.createElement('figure');
+      figure.className = 'result-image';
+      const img = document.createElement('img');
+      img.src = local;
+      img.alt = `result ${i + 1} of ${urls.length}`;
+      img.loading = 'lazy';
+      const bar = document.createElement('figcaption');
+      if (typeof verdicts[i] === 'boolean') {
+        const badge = document.createElement('span');
+        badge.className = `badge ${verdicts[i] ? 'scans' : 'may-not-scan'}`;
+        badge.textContent = verdicts[i] ? 'scans' : 'may not scan';
+        badge.title = verdicts[i] ? 'Our scanners read the code in this image.' : 'Our scanners could not read the code: test it with your phone before printing.';
+        bar.append(badge);
+      }
+      const link = document.createElement('a');
+      link.href = local;
+      link.download = `qr-art-${record.id.slice(0, 8)}-${i + 1}.png`;
+      link.textContent = 'Download';
+      link.className = 'download';
+      bar.append(link);
+      figure.append(img, bar);
+      images.append(figure);
+    });
+  }
+
+  function render(record) {
+    card.hidden = false;
+    card.dataset.status = record.status;
+    status.textContent = record.status;
+    status.className = `chip ${record.status}`;
+    message.textContent = STATUS_TEXT[record.status] ?? '';
+    idLine.textContent = `Prediction ${record.id} · ${record.input?.workflow ?? ''} · ${Number(record.credits ?? 0).toFixed(2)} credits${record.refunded ? ' (refunded)' : ''}`;
+    if (record.status === 'executed') setProgress(1, 1);
+    else if (record.status === 'failed') setProgress(0, 0);
+    else if (record.status === 'queued' || !lastProgress) setProgress(0, 0);
+    if (record.status === 'failed' || (typeof record.output === 'string' && record.output)) {
+      error.textContent = record.error?.message ?? (typeof record.output === 'string' && record.output ? record.output : 'The prediction failed.');
+      error.hidden = false;
+    } else {
+      error.hidden = true;
+    }
+    const text = record.output && typeof record.output === 'object' ? record.output.caption : undefined;
+    caption.hidden = !text;
+    caption.textContent = text ? `Caption used as the prompt: “${text}”` : '';
+    renderImages(record);
+  }
+
+  async function poll(key, id, signal, onChange) {
+    for (;;) {
+      if (signal.aborted) return;
+      try {
+        const record = await getPrediction(key, id, signal);
+        onChange(record);
+        if (TERMINAL.has(record.status)) return;
+      } catch (e) {
+        if (signal.aborted) return;
+        if (e instanceof ApiError && (e.status === 401 || e.status === 404)) throw e;
+        barText.textContent = `Could not reach the service (${e.message}); trying again…`;
+      }
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
+  }
+
+  return {
+    /** Shows a record and, unless it has finished, follows it until it does. */
+    async follow(key, record, { onChange } = {}) {
+      following?.abort();
+      const controller = new AbortController();
+      following = controller;
+      lastProgress = null;
+      polling = false;
+      card.dataset.updates = 'stream';
+      const changed = (next) => {
+        if (controller.signal.aborted) return;
+        render(next);
+        onChange?.(next);
+      };
+      changed(record);
+      card.scrollIntoView({ behavior: 'smooth', block: 'start' });
+      if (TERMINAL.has(record.status)) return;
+      let last = record;
+      try {
+        await streamEvents(key, record.id, {
+          signal: controller.signal,
+          onPrediction: (next) => {
+            last = next;
+            changed(next);
+          },
+          onProgress: ({ step, total }) => {
+            if (controller.signal.aborted || TERMINAL.has(last.status)) return;
+            lastProgress = { step, total };
+            setProgress(step, total);
+          },
+        });
+        if (TERMINAL.has(last.status) || controller.signal.aborted) return;
+      } catch (e) {
+        if (controller.signal.aborted) return;
+        if (e instanceof ApiError && (e.status === 401 || e.status === 404)) {
+          error.textContent = e.message;
+          error.hidden = false;
+          return;
+        }
+      }
+      // The stream failed or ended early: ask every 2 s instead.
+      card.dataset.updates = 'polling';
+      polling = true;
+      if (!lastProgress) setProgress(0, 0);
+      try {
+        await poll(key, record.id, controller.signal, (next) => {
+          last = next;
+          changed(next);
+        });
+      } catch (e) {
+        error.textContent = e.message;
+        error.hidden = false;
+      }
+    },
+    stop() {
+      following?.abort();
+    },
+  };
+}
