@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { ConfigError, loadConfig, type Config } from './config.ts';
-import { createLogger, type Logger } from './logger.ts';
+import { createLogger, resolveLogFormat, type Logger } from './logger.ts';
 import { startApiService } from './runtime/api-service.ts';
 import { NatsServerMissingError, startLocalNats, type LocalNats } from './runtime/local-nats.ts';
 import { startWorkerService } from './runtime/worker-service.ts';
@@ -80,15 +80,20 @@ function requireNatsUrl(config: Config): string {
   return config.NATS_URL;
 }
 
+/** The logger of a long-running command, in the format LOG_FORMAT and the terminal call for. */
+export function commandLogger(config: Config, command: 'start' | 'serve' | 'worker', name: string): Logger {
+  return createLogger(config.LOG_LEVEL, name, { format: resolveLogFormat(config.LOG_FORMAT, command, process.stdout.isTTY === true) });
+}
+
 async function serve(config: Config): Promise<number> {
-  const logger = createLogger(config.LOG_LEVEL, 'api');
+  const logger = commandLogger(config, 'serve', 'api');
   const api = await startApiService({ config, natsUrl: requireNatsUrl(config), logger });
   logger.info({ address: api.address, metrics: metricsUrl(api.metricsAddress) }, 'qr-art API is up');
   return untilSignal(logger, [() => api.stop()]);
 }
 
 async function worker(config: Config): Promise<number> {
-  const logger = createLogger(config.LOG_LEVEL, 'worker');
+  const logger = commandLogger(config, 'worker', 'worker');
   const service = await startWorkerService({ config, natsUrl: requireNatsUrl(config), logger });
   void service.fatal.then((error) => exitOnDeviceFault(logger, error, [() => service.stop()], config.JOB_ABORT_GRACE_MS));
   return untilSignal(logger, [() => service.stop()]);
@@ -105,7 +110,7 @@ function metricsUrl(address: string | undefined): string {
 async function start(given: Config): Promise<number> {
   // Both processes' metrics, each on its port, as in a deployment (WORKER_METRICS_PORT=off turns the worker's off).
   const config: Config = { ...given, WORKER_METRICS_PORT: given.WORKER_METRICS_PORT ?? START_WORKER_METRICS_PORT };
-  const logger = createLogger(config.LOG_LEVEL, 'qr-art');
+  const logger = commandLogger(config, 'start', 'qr-art');
   let nats: LocalNats | null = null;
   let natsUrl = config.NATS_URL;
   if (!natsUrl) {

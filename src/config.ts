@@ -42,6 +42,8 @@ export const ConfigSchema = z.object({
   /** userId:apiKey:credits,… seeded at start (idempotent). */
   API_KEYS: z.string().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** auto: readable lines for `start` on a terminal, JSON lines otherwise (logger.ts resolveLogFormat); pretty / json force one. */
+  LOG_FORMAT: z.enum(['auto', 'pretty', 'json']).default('auto'),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
   /** The whole request, headers and body, must arrive within this (else 408); also bounds reading the rest of a refused body. */
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),

@@ -1,7 +1,47 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
+import pretty from 'pino-pretty';
 
 export type { Logger };
 
-export function createLogger(level: string, name: string): Logger {
-  return pino({ level, name, base: { pid: process.pid } });
+/** LOG_FORMAT (config.ts): auto picks per command and terminal (resolveLogFormat); pretty and json force one. */
+export type LogFormatSetting = 'auto' | 'pretty' | 'json';
+export type LogFormat = Exclude<LogFormatSetting, 'auto'>;
+
+/**
+ * The format a command logs in. `auto`: readable lines only for `start` writing to a terminal,
+ * where a person watches one machine; `serve` and `worker` run under orchestrators whose log
+ * collectors parse JSON lines, and a piped `start` (a file, a supervisor) keeps JSON too.
+ */
+export function resolveLogFormat(setting: LogFormatSetting, command: string, stdoutIsTTY: boolean): LogFormat {
+  if (setting !== 'auto') return setting;
+  return command === 'start' && stdoutIsTTY ? 'pretty' : 'json';
+}
+
+export interface LoggerOptions {
+  /** json (default) or pretty. */
+  format?: LogFormat;
+  /** Where lines go; stdout by default (tests pass a stream). */
+  destination?: DestinationStream;
+  /** Pretty only: colours; by default when the terminal supports them (NO_COLOR, FORCE_COLOR honoured). */
+  colorize?: boolean;
+}
+
+export function createLogger(level: string, name: string, options: LoggerOptions = {}): Logger {
+  const settings = { level, name, base: { pid: process.pid } };
+  if (options.format !== 'pretty') {
+    return options.destination ? pino(settings, options.destination) : pino(settings);
+  }
+  // A stream in this thread rather than a transport (a worker thread): a line logged just before
+  // process.exit (a device fault) is written synchronously instead of lost with the thread.
+  const stream = pretty({
+    translateTime: 'SYS:HH:MM:ss.l',
+    // pid is the same on every line of one process and hostname is absent (base replaces it);
+    // role (under `start` the API and the worker share one logger) leads the message instead.
+    ignore: 'pid,hostname,role',
+    messageFormat: '{if role}[{role}] {end}{msg}',
+    sync: true,
+    ...(options.colorize === undefined ? {} : { colorize: options.colorize }),
+    ...(options.destination ? { destination: options.destination } : {}),
+  });
+  return pino(settings, stream);
 }
