@@ -24,7 +24,7 @@ import type { ImageFetchLimits } from '../image/fetch.ts';
 import type { OutboundPolicy } from '../net/safe-url.ts';
 import { resolveWorkflow, type ManifestData } from '../pipeline/manifest.ts';
 import type { JobMessage } from '../queue/schemas.ts';
-import { catalogue, isWorkflowName, type V5Model } from '../workflows/catalogue.ts';
+import { catalogue, isWorkflowName, samplingFor, type V5Model } from '../workflows/catalogue.ts';
 import { controlPlanFor, repairModeFor } from '../workflows/control.ts';
 import type { QrWorkflowName } from '../workflows/names.ts';
 import type { PresetName } from '../workflows/presets.ts';
@@ -75,7 +75,9 @@ const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : und
 
 /**
  * Manifest defaults (steps, guidance, scheduler, control window) overridden by the request:
- * v5/v5s: prompt, negativePrompt, seed, steps, cfg, qrStrength, preset, model, enhance;
+ * v5/v5s: prompt, negativePrompt, seed, steps, cfg, qrStrength, preset, model, enhance (steps
+ * and cfg clamped into the workflow's sampling range: v5s accepts a v5 body and runs at most 12
+ * steps, cfg at most 3; catalogue.ts samplingFor);
  * v4 family: qrText is the prompt, qrSteps the steps (v4 has none: the manifest's);
  * v1-v3b: qrText is the prompt, qrSteps the steps, one image.
  * The input has passed parseCreateBody, so present fields are in range.
@@ -97,14 +99,16 @@ export function settingsFor(manifest: ManifestData, workflow: QrWorkflowName, in
     ...(str(input.negativePrompt) ? { negativePrompt: str(input.negativePrompt)! } : {}),
   };
   if (entry.family === 'qr-v5') {
+    // The input keeps what the client asked; this is what the tier's sampler runs.
+    const sampled = samplingFor(entry, { steps: num(input.steps) ?? settings.steps, cfg: num(input.cfg) ?? settings.guidance });
     return {
       ...common,
       v5Model: v5Model!,
       prompt: str(input.prompt) ?? '',
       ...(str(input.preset) ? { preset: str(input.preset) as PresetName } : {}),
       batchSize: imageCount,
-      steps: num(input.steps) ?? settings.steps,
-      guidance: num(input.cfg) ?? settings.guidance,
+      steps: sampled.steps,
+      guidance: sampled.cfg,
       controlScale: num(input.qrStrength) ?? entry.params.qrStrength.default,
       enhanceFace: input.enhance === 'face',
     };
@@ -193,7 +197,8 @@ export class DiffusionRunner implements JobRunner {
     this.repairTotals.repaired += repair.repaired;
     this.repairTotals.changedModules += repair.changedModules;
     this.recordFinishing(finished);
-    log.info({ isScanables: images.map((im) => im.isScannable), repair, repairTotals: this.repairTotals, ms: roundAll(timings) }, 'generation done');
+    // steps and guidance as sampled (a v5s job's may be below what its input asked: settingsFor).
+    log.info({ isScanables: images.map((im) => im.isScannable), steps: settings.steps, guidance: settings.guidance, repair, repairTotals: this.repairTotals, ms: roundAll(timings) }, 'generation done');
     return { outcome: { kind: 'images', images }, timings, seed: settings.seed, width, height, threadSpan: result.span };
   }
 

@@ -195,7 +195,9 @@ export interface QrContentEntry extends QrEntryBase<'qr-content'> {
 /** v5, v5s. */
 export interface QrV5Entry extends QrEntryBase<'qr-v5'> {
   readonly params: {
+    /** What a request may send (and what the input echo keeps); the sampler runs `sampling.steps`. */
     readonly steps: RangeWithDefault;
+    /** What a request may send (and what the input echo keeps); the sampler runs `sampling.cfg`. */
     readonly cfg: RangeWithDefault;
     readonly qrStrength: RangeWithDefault;
     readonly batchSize: RangeWithDefault;
@@ -209,6 +211,12 @@ export interface QrV5Entry extends QrEntryBase<'qr-v5'> {
     readonly qrCodePartern: QrCodePattern;
   };
   readonly controlByModel: Readonly<Record<V5Model, QrControlSettings>>;
+  /**
+   * The steps and guidance the sampler runs: a request's steps and cfg are clamped into these
+   * (samplingFor). v5: its accepted ranges. v5s: its few-step tier, narrower than what it accepts,
+   * because clients send one body to v5 and v5s alike.
+   */
+  readonly sampling: { readonly steps: NumericRange; readonly cfg: NumericRange };
   readonly cost: PerImageByResolutionCost;
 }
 
@@ -250,6 +258,23 @@ const V4_QR_RATIO = 0.8;
 
 /** v5 family (spec gives no ranges; these are our decisions, see docs/workflows.md). */
 const V5_QR_RATIO = range(0.3, 1.0, 0.6, false);
+const V5_STEPS = range(10, 60, 30, true);
+const V5_CFG = range(1, 20, 7, false);
+/**
+ * What v5s's few-step LCM-style sampler runs well: 4 to 12 steps, guidance 1 to 3 (more steps
+ * barely change an LCM image, and guidance above ~3 burns it).
+ */
+const V5S_SAMPLING = Object.freeze({
+  steps: Object.freeze({ min: 4, max: 12, integer: true }) satisfies NumericRange,
+  cfg: Object.freeze({ min: 1, max: 3, integer: false }) satisfies NumericRange,
+});
+/**
+ * v5s accepts everything v5 accepts (clients send one body to both), and the smaller values of
+ * its own tier it always accepted; the defaults stay the tier's. Values above the tier's are
+ * clamped into V5S_SAMPLING when the job runs; the price does not depend on them.
+ */
+const V5S_STEPS = range(V5S_SAMPLING.steps.min, V5_STEPS.max, 8, true);
+const V5S_CFG = range(V5S_SAMPLING.cfg.min, V5_CFG.max, 1.5, false);
 /** The photorealistic model pairs with a black-on-white ControlNet; the others are Monster-style. */
 const V5_CONTROL_BY_MODEL: Readonly<Record<V5Model, QrControlSettings>> = Object.freeze({
   universal: MONSTER_STYLE,
@@ -332,6 +357,7 @@ function qrV5Entry(
   version: string,
   centsPerImage: number,
   numbers: { steps: RangeWithDefault; cfg: RangeWithDefault; qrStrength: RangeWithDefault },
+  sampling: QrV5Entry['sampling'],
   description: string,
 ): QrV5Entry {
   const params = { ...numbers, batchSize: BATCH_SIZE, qrRatio: V5_QR_RATIO };
@@ -350,6 +376,7 @@ function qrV5Entry(
     params,
     enumDefaults,
     controlByModel: V5_CONTROL_BY_MODEL,
+    sampling,
     qrRepair: RENDERED_QR_REPAIR,
     defaults: Object.freeze({
       steps: params.steps.default,
@@ -405,11 +432,13 @@ const entries: readonly WorkflowEntry[] = [
   qrContentEntry('generate_qr_art_v4dream', '4dream', 249, V4_QR_STEPS, MONSTER_STYLE,
     'QR Art v4dream: as v4, tuned for photorealism without losing range.'),
   qrV5Entry('generate_qr_art_v5', '5', 299,
-    { steps: range(10, 60, 30, true), cfg: range(1, 20, 7, false), qrStrength: range(QR_STRENGTH_MIN, QR_STRENGTH_MAX, 1.3, false) },
+    { steps: V5_STEPS, cfg: V5_CFG, qrStrength: range(QR_STRENGTH_MIN, QR_STRENGTH_MAX, 1.3, false) },
+    { steps: V5_STEPS, cfg: V5_CFG },
     'QR Art v5: prompt + qrContent with model, aspect ratio, resolution, QR pattern, placement and presets.'),
   qrV5Entry('generate_qr_art_v5s', '5s', 149,
-    { steps: range(4, 12, 8, true), cfg: range(1, 3, 1.5, false), qrStrength: range(QR_STRENGTH_MIN, QR_STRENGTH_MAX, 1.3, false) },
-    'QR Art v5s: the fast, cheaper tier of v5 (few-step, LCM-style sampling: fewer steps, low cfg).'),
+    { steps: V5S_STEPS, cfg: V5S_CFG, qrStrength: range(QR_STRENGTH_MIN, QR_STRENGTH_MAX, 1.3, false) },
+    V5S_SAMPLING,
+    'QR Art v5s: the fast, cheaper tier of v5 (few-step, LCM-style sampling: fewer steps, low cfg); accepts a v5 body and runs it at most 12 steps, cfg at most 3.'),
   outpaintingEntry,
 ];
 
@@ -422,6 +451,17 @@ export { isWorkflowName };
 /** The catalogue entry for a subject token (the inverse of subjectToken), or undefined. */
 export function workflowForSubjectToken(token: string): WorkflowEntry | undefined {
   return entries.find((e) => e.subjectToken === token);
+}
+
+/**
+ * The steps and guidance a v5 / v5s job samples with, from the steps and cfg of its input:
+ * each clamped into the workflow's sampling range (v5: unchanged; v5s: steps above 12 run as 12,
+ * cfg above 3 runs as 3). Identity inside the range, so a v5s body that was valid before runs as
+ * before, and monotone, so asking for more never runs less.
+ */
+export function samplingFor(entry: QrV5Entry, asked: { steps: number; cfg: number }): { steps: number; cfg: number } {
+  const clamp = (value: number, r: NumericRange) => Math.min(r.max, Math.max(r.min, value));
+  return { steps: clamp(asked.steps, entry.sampling.steps), cfg: clamp(asked.cfg, entry.sampling.cfg) };
 }
 
 // ---------------------------------------------------------------------------

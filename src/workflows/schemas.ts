@@ -253,6 +253,20 @@ function qrContentSchema(entry: QrContentEntry, options: SchemaOptions): Built {
   };
 }
 
+/**
+ * For a tier that samples in a narrower range than it accepts (v5s): what a larger value runs
+ * as, told where clients read the field (the OpenAPI document is built from these schemas).
+ */
+function samplingNote(entry: QrV5Entry, field: 'steps' | 'cfg'): string {
+  const accepted = entry.params[field];
+  const runs = entry.sampling[field];
+  if (runs.min === accepted.min && runs.max === accepted.max) return '';
+  return (
+    ` This fast tier samples with ${runs.min}..${runs.max}: a larger value (a body written for v5) runs as ${runs.max}.` +
+    ' The input echo keeps the value sent; the price does not depend on it.'
+  );
+}
+
 function qrV5Schema(entry: QrV5Entry, options: SchemaOptions): Built {
   const p = entry.params;
   const d = entry.enumDefaults;
@@ -263,9 +277,9 @@ function qrV5Schema(entry: QrV5Entry, options: SchemaOptions): Built {
       qrContent: qrContent(),
       negativePrompt: optionalText('What should not appear.'),
       seed: seed(),
-      steps: numberWithDefault(p.steps, 'Sampling steps; more may be more artistic but less scannable.'),
+      steps: numberWithDefault(p.steps, `Sampling steps; more may be more artistic but less scannable.${samplingNote(entry, 'steps')}`),
       qrStrength: numberWithDefault(p.qrStrength, 'Strength of the QR code in the image.'),
-      cfg: numberWithDefault(p.cfg, 'How closely generation follows the prompt.'),
+      cfg: numberWithDefault(p.cfg, `How closely generation follows the prompt.${samplingNote(entry, 'cfg')}`),
       model: z.enum(V5_MODELS).default(d.model).meta({ description: 'Model style.' }),
       batchSize: numberWithDefault(p.batchSize, 'Number of images to produce.'),
       enhance: z.enum(ENHANCE_VALUES).optional().meta({ description: 'face: extra steps to improve faces (extra cost). Absent: no enhancement.' }),

@@ -68,12 +68,34 @@ describe('QR Art v5 and v5s', () => {
     checkRange(V5, 'qrRatio', 0.3, 1, false);
   });
 
-  it('checks the v5s ranges: steps 4..12, cfg 1..3, qrStrength 0..3, batchSize 1..4, qrRatio 0.3..1', () => {
-    checkRange(V5S, 'steps', 4, 12, true);
-    checkRange(V5S, 'cfg', 1, 3, false);
+  it("checks the v5s ranges: v5's steps and cfg plus the tier's smaller ones (steps 4..60, cfg 1..20), qrStrength 0..3, batchSize 1..4, qrRatio 0.3..1", () => {
+    checkRange(V5S, 'steps', 4, 60, true);
+    checkRange(V5S, 'cfg', 1, 20, false);
     checkRange(V5S, 'qrStrength', 0, 3, false);
     checkRange(V5S, 'batchSize', 1, 4, true);
     checkRange(V5S, 'qrRatio', 0.3, 1, false);
+  });
+
+  it('v5s accepts the body a client sends to v5 (steps 25, cfg 7), echoes what was asked and keeps its own price', () => {
+    const body = { prompt: 'a koi pond', qrContent: 'https://example.com', steps: 25, cfg: 7, aspectRatio: '16:9', resolution: 'HD', batchSize: 2 };
+    const v5 = expectOk(parse({ workflow: V5, ...body }));
+    const v5s = expectOk(parse({ workflow: V5S, ...body }));
+    // The echo keeps what the client asked; the worker clamps it when the job runs (samplingFor).
+    expect(v5s.input).toEqual({ ...v5.input, workflow: V5S });
+    expect(v5s.input).toMatchObject({ steps: 25, cfg: 7 });
+    // The price depends on resolution, enhance and batchSize, never on steps or cfg.
+    expect(v5s.costCents).toBe(expectOk(parse({ workflow: V5S, ...body, steps: 8, cfg: 1.5 })).costCents);
+    expect(v5s.costCents).toBe(224 * 2);
+    expect(v5.costCents).toBe(449 * 2);
+  });
+
+  it('v5s still accepts the few steps v5 does not (4..9), and both refuse what v5 refuses above', () => {
+    expect(expectOk(parse(withField(V5S, 'steps', 4))).input.steps).toBe(4);
+    expectIssue(parse(withField(V5, 'steps', 9)), 'steps', 'min');
+    for (const workflow of V5_FAMILY) {
+      expectIssue(parse(withField(workflow, 'steps', 61)), 'steps', 'max');
+      expectIssue(parse(withField(workflow, 'cfg', 20.5)), 'cfg', 'max');
+    }
   });
 
   it('accepts every value of each enum and rejects a near miss', () => {
