@@ -1,9 +1,277 @@
+/**
+ * The OpenAPI 3.1 document served at /openapi.json and rendered by Swagger UI at /docs.
+ *
+ * Request schemas are generated from the same zod schemas that validate requests, and the
+ * examples are run through the real validator (parseCreateBody) and the real error builders
+ * here, so what /docs shows is what the service does: test/api/openapi.test.ts checks every
+ * example against both the document's schemas and the validator.
+ */
 import { z } from 'zod';
-import { WORKFLOWS } from '../workflows/names.ts';
-import { requestSchemas } from '../workflows/validate.ts';
+import { IdempotencyKeyReusedError } from '../store/idempotency.ts';
+import { InsufficientCreditsError } from '../store/predictions.ts';
+import { DependencyUnavailableError } from '../util/unavailable.ts';
+import { QR_WORKFLOWS, WORKFLOWS, type WorkflowName } from '../workflows/names.ts';
+import { parseCreateBody, requestSchemas } from '../workflows/validate.ts';
+import { ApiError, invalidRequest, notFound, serviceUnavailable, unauthorized } from './errors.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination.ts';
 
 const jsonSchema = (schema: z.ZodType) => z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' });
+
+// ---------------------------------------------------------------------------
+// Examples
+// ---------------------------------------------------------------------------
+
+/**
+ * A realistic create body per workflow. Keyed by WorkflowName so that a new workflow without
+ * an example does not compile; each one must pass parseCreateBody unchanged (tested).
+ */
+export const CREATE_EXAMPLES: Readonly<Record<WorkflowName, Readonly<Record<string, unknown>>>> = {
+  generate_qr_art: {
+    workflow: 'generate_qr_art',
+    qrText: 'a medieval village in autumn seen from above, warm evening light',
+    qrImage: 'https://example.com/codes/menu-qr.png',
+    qrStrength: 0.9,
+    qrSteps: 16,
+  },
+  'generate_qr_art_v1.1': {
+    workflow: 'generate_qr_art_v1.1',
+    qrText: 'a coral reef with tropical fish, sunlight through clear water',
+    qrImage: 'https://example.com/codes/aquarium-qr.png',
+    negativePrompt: 'blurry, text, watermark',
+    seed: 424242,
+  },
+  generate_qr_art_v2: {
+    workflow: 'generate_qr_art_v2',
+    qrText: 'a japanese zen garden, raked sand and moss, overcast light',
+    qrImage: 'https://example.com/codes/tea-house-qr.png',
+    qrStrength: 1.1,
+    qrSteps: 18,
+  },
+  generate_qr_art_v3a: {
+    workflow: 'generate_qr_art_v3a',
+    qrText: 'a steampunk clock tower, brass gears, foggy street',
+    qrImage: 'https://example.com/codes/watchmaker-qr.png',
+    qrRepair: 'on_failure',
+  },
+  generate_qr_art_v3b: {
+    workflow: 'generate_qr_art_v3b',
+    qrText: 'a field of sunflowers under a summer sky, oil painting',
+    qrImage: 'https://example.com/codes/farm-shop-qr.png',
+    qrStrength: 0.8,
+    webhook: 'https://example.com/hooks/qr-art',
+  },
+  generate_qr_art_v4: {
+    workflow: 'generate_qr_art_v4',
+    qrText: 'a cozy coffee shop interior, wooden tables, morning light',
+    qrContent: 'https://example.com/menu',
+    qrStrength: 1.5,
+    batchSize: 2,
+  },
+  generate_qr_art_v4s: {
+    workflow: 'generate_qr_art_v4s',
+    qrText: 'snowy mountain peaks at sunrise, alpine lake',
+    qrContent: 'https://example.com/ski-pass',
+    qrSteps: 20,
+    seed: 1234,
+    webhook: 'https://example.com/hooks/qr-art',
+  },
+  generate_qr_art_v4real: {
+    workflow: 'generate_qr_art_v4real',
+    qrText: 'a fresh bowl of ramen on a dark wooden table, studio photo',
+    qrContent: 'https://example.com/order',
+    qrStrength: 1.4,
+    qrSteps: 25,
+  },
+  generate_qr_art_v4niji: {
+    workflow: 'generate_qr_art_v4niji',
+    qrText: 'anime city street at night, neon signs, rain reflections',
+    qrContent: 'WIFI:T:WPA;S:CafeGuest;P:espresso42;;',
+    negativePrompt: 'lowres, bad anatomy',
+  },
+  generate_qr_art_v4dream: {
+    workflow: 'generate_qr_art_v4dream',
+    qrText: 'an enchanted forest with glowing mushrooms, misty',
+    qrContent: 'mailto:hello@example.com',
+    batchSize: 4,
+    qrRepair: 'always',
+  },
+  generate_qr_art_v5: {
+    workflow: 'generate_qr_art_v5',
+    prompt: 'a lighthouse on a rocky coast at golden hour, waves crashing',
+    qrContent: 'https://example.com/tour',
+    negativePrompt: 'text, watermark',
+    model: 'real',
+    aspectRatio: '3:4',
+    resolution: 'HD',
+    qrCodePartern: 'rd2',
+    qrRatio: 0.5,
+    preset: 'photographic',
+    steps: 30,
+    cfg: 7,
+    batchSize: 2,
+    enhance: 'face',
+    seed: 987654321,
+    webhook: 'https://example.com/hooks/qr-art',
+  },
+  generate_qr_art_v5s: {
+    workflow: 'generate_qr_art_v5s',
+    prompt: 'a paper-cut landscape of rolling hills and a red sun',
+    qrContent: 'https://example.com/gallery',
+    aspectRatio: '16:9',
+    qrRatio: 0.6,
+    qrX: 600,
+    qrY: 120,
+    qrCodePartern: 'c1',
+    preset: 'origami',
+  },
+  outpainting: {
+    workflow: 'outpainting',
+    image: 'https://example.com/photos/beach.jpg',
+    prompt: 'a wide sandy beach with palm trees and a calm sea',
+    image_width: 768,
+    image_height: 512,
+    padding_left: 128,
+    padding_right: 128,
+    padding_top: 0,
+    padding_bottom: 64,
+    type: 'one_shot',
+  },
+};
+
+/** Workflows whose QR code the service draws (v4 and v5 families): the ones POST /v1/qr/preview answers. */
+const PREVIEW_WORKFLOWS = QR_WORKFLOWS.filter((name) => 'qrContent' in CREATE_EXAMPLES[name]);
+
+/** A preview body: a create example without its prompt, which the preview does not need. */
+function previewExample(workflow: WorkflowName): Record<string, unknown> {
+  const { prompt: _prompt, qrText: _qrText, webhook: _webhook, ...layout } = CREATE_EXAMPLES[workflow];
+  return layout;
+}
+
+/** The normalized input and price of an example, exactly as the validator makes them. */
+function parsedExample(workflow: WorkflowName) {
+  // A fixed seed for the examples that leave it out, so the document is the same on every build.
+  const parsed = parseCreateBody(CREATE_EXAMPLES[workflow], { allowPrivateUrls: false, randomSeed: () => 730_155_482 });
+  if (!parsed.ok) throw new Error(`the ${workflow} example is refused by the validator: ${JSON.stringify(parsed.issues)}`);
+  return parsed.value;
+}
+
+const EXAMPLE_ID = '3f0c6a52-8d1e-4b7a-9c2f-5e8d41a7b903';
+
+function predictionExample(workflow: WorkflowName, status: 'queued' | 'executed') {
+  const { input, imageCount, costCents } = parsedExample(workflow);
+  const done = status === 'executed';
+  const images = Array.from({ length: imageCount }, (_, i) => `https://qr-art.example.com/v1/files/${['kQ2v8xY1TzR4mN7pL0sWcA', 'Hn3bV6uJ9eX2qT5yR8wZdg'][i % 2]}.png`);
+  return {
+    id: EXAMPLE_ID,
+    userId: 'alice',
+    createdAt: '2025-06-01T12:00:00.000Z',
+    startedAt: done ? '2025-06-01T12:00:01.250Z' : null,
+    updatedAt: done ? '2025-06-01T12:00:09.800Z' : '2025-06-01T12:00:00.000Z',
+    completedAt: done ? '2025-06-01T12:00:09.800Z' : null,
+    status,
+    input,
+    output: done ? { images } : '',
+    error: null,
+    refunded: false,
+    creditType: 'API_CREDITS',
+    isScanables: done ? images.map(() => true) : [],
+    credits: costCents / 100,
+  };
+}
+
+const LISTED_FIELDS = ['userId', 'status', 'refunded', 'creditType', 'credits', 'output', 'startedAt', 'completedAt', 'id', 'input'] as const;
+
+function listExample() {
+  const full = predictionExample('generate_qr_art_v4s', 'executed');
+  const doc = Object.fromEntries(LISTED_FIELDS.map((field) => [field, full[field]]));
+  return {
+    data: {
+      docs: [doc],
+      totalDocs: 1,
+      offset: 0,
+      limit: DEFAULT_LIMIT,
+      totalPages: 1,
+      page: 1,
+      pagingCounter: 1,
+      hasPrevPage: false,
+      hasNextPage: false,
+      prevPage: null,
+      nextPage: null,
+    },
+  };
+}
+
+/** A body the validator refuses, and the 400 it really gets. */
+function invalidRequestExample() {
+  const parsed = parseCreateBody({ ...CREATE_EXAMPLES.generate_qr_art_v4s, qrStrength: 4, qrSteps: 80 }, { allowPrivateUrls: false });
+  if (parsed.ok) throw new Error('the invalid_request example was accepted by the validator');
+  return invalidRequest(parsed.issues).toBody();
+}
+
+const rateLimited = new ApiError(429, 'rate_limited', 'at most 120 previews and quotes a minute from one address; retry after 23 s', [{ field: '', rule: 'rate_limit' }]).toBody();
+
+type ErrorExample = { summary: string; value: unknown };
+
+/** One realistic error body per status, built with the same helpers the routes use. */
+function errorExamples(): Record<number, Record<string, ErrorExample>> {
+  const credits = new InsufficientCreditsError(298, 150);
+  return {
+    400: {
+      invalid_request: { summary: 'a field breaks a rule (every broken rule is listed)', value: invalidRequestExample() },
+      invalid_json: {
+        summary: 'the body is not JSON',
+        value: new ApiError(400, 'invalid_json', 'the body is not valid JSON: Unexpected end of JSON input', [{ field: '', rule: 'json' }]).toBody(),
+      },
+    },
+    401: { unauthorized: { summary: 'missing, unknown or revoked x-api-key', value: unauthorized('missing x-api-key header').toBody() } },
+    402: {
+      insufficient_credits: {
+        summary: 'the balance does not cover the cost; nothing was charged',
+        value: new ApiError(402, 'insufficient_credits', credits.message, [{ field: 'credits', rule: 'balance', message: credits.message }]).toBody(),
+      },
+    },
+    404: { not_found: { summary: "unknown id, or another user's prediction", value: notFound('prediction').toBody() } },
+    405: {
+      method_not_allowed: {
+        summary: 'GET with a workflow other than outpainting',
+        value: new ApiError(405, 'method_not_allowed', 'GET /v1/predictions/queue accepts only an outpainting body; use POST for every workflow', [
+          { field: 'workflow', rule: 'get_only_outpainting' },
+        ]).toBody(),
+      },
+    },
+    413: {
+      payload_too_large: {
+        summary: 'body over BODY_LIMIT_BYTES',
+        value: new ApiError(413, 'payload_too_large', 'Request body is too large', [{ field: '', rule: 'max_body_size' }]).toBody(),
+      },
+    },
+    415: {
+      unsupported_media_type: {
+        summary: 'the body is not application/json',
+        value: new ApiError(415, 'unsupported_media_type', 'send the body as Content-Type: application/json', [{ field: 'content-type', rule: 'application/json' }]).toBody(),
+      },
+    },
+    422: {
+      idempotency_key_reused: {
+        summary: 'the Idempotency-Key was used with another body; nothing was charged',
+        value: new ApiError(422, 'idempotency_key_reused', new IdempotencyKeyReusedError('order-2025-06-01-0042').message, [
+          { field: 'idempotency-key', rule: 'same_request' },
+        ]).toBody(),
+      },
+    },
+    429: { rate_limited: { summary: 'over PREVIEW_RATE_LIMIT requests a minute from this address', value: rateLimited } },
+    503: {
+      service_unavailable: {
+        summary: 'the database or NATS cannot answer right now; nothing was changed',
+        value: serviceUnavailable(new DependencyUnavailableError('database', 2)).toBody(),
+      },
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Schemas
+// ---------------------------------------------------------------------------
 
 const errorBody = {
   type: 'object',
@@ -14,10 +282,11 @@ const errorBody = {
       type: 'object',
       required: ['code', 'message', 'details'],
       properties: {
-        code: { type: 'string' },
+        code: { type: 'string', description: 'machine-readable; the codes and when each is sent are listed in docs/api.md' },
         message: { type: 'string' },
         details: {
           type: 'array',
+          description: 'which field (a body field, or a header such as x-api-key) broke which rule; empty when no field is to blame',
           items: {
             type: 'object',
             required: ['field', 'rule'],
@@ -58,17 +327,106 @@ const record = {
   },
 };
 
-const errors = (...codes: number[]) =>
-  Object.fromEntries(
+const envelope = { type: 'object', required: ['success', 'data'], properties: { success: { const: true }, data: { $ref: '#/components/schemas/Prediction' } } };
+
+const listPage = {
+  type: 'object',
+  required: ['data'],
+  properties: {
+    data: {
+      type: 'object',
+      required: ['docs', 'totalDocs', 'offset', 'limit', 'totalPages', 'page', 'pagingCounter', 'hasPrevPage', 'hasNextPage', 'prevPage', 'nextPage'],
+      properties: {
+        docs: {
+          type: 'array',
+          description: `newest first; each item carries ${LISTED_FIELDS.join(', ')} (spec 2.3)`,
+          items: { $ref: '#/components/schemas/Prediction' },
+        },
+        totalDocs: { type: 'integer', minimum: 0 },
+        offset: { type: 'integer', minimum: 0 },
+        limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
+        totalPages: { type: 'integer', minimum: 1 },
+        page: { type: 'integer', minimum: 1 },
+        pagingCounter: { type: 'integer', minimum: 1 },
+        hasPrevPage: { type: 'boolean' },
+        hasNextPage: { type: 'boolean' },
+        prevPage: { type: ['integer', 'null'] },
+        nextPage: { type: ['integer', 'null'] },
+      },
+    },
+  },
+};
+
+const quote = {
+  type: 'object',
+  required: ['success', 'data'],
+  properties: {
+    success: { const: true },
+    data: {
+      type: 'object',
+      required: ['workflow', 'credits', 'input'],
+      properties: {
+        workflow: { enum: [...WORKFLOWS] },
+        credits: { type: 'number', description: 'what the create would charge, in credits (two decimals)' },
+        input: { type: 'object', description: 'the normalized request: defaults filled in; seed stays absent when the body has none' },
+      },
+    },
+  },
+};
+
+const qrLayout = {
+  type: 'object',
+  required: ['width', 'height', 'codeSide', 'x', 'y', 'version'],
+  description: 'where the code sits on the full-size output, in output pixels',
+  properties: {
+    width: { type: 'integer', description: 'output width' },
+    height: { type: 'integer', description: 'output height' },
+    x: { type: 'integer', description: "left edge of the code's square, quiet zone included" },
+    y: { type: 'integer', description: "top edge of the code's square, quiet zone included" },
+    side: { type: 'integer', description: "side of the code's square, quiet zone included" },
+    codeSide: { type: 'integer', description: "the modules' extent, quiet zone excluded" },
+    version: { type: 'integer', minimum: 1, maximum: 40, description: 'QR version (size) the content needed' },
+  },
+};
+
+// ---------------------------------------------------------------------------
+// Responses and parameters
+// ---------------------------------------------------------------------------
+
+const retryAfter = { 'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer' } } };
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'the request is invalid; `details` names every field at fault',
+  401: 'missing, unknown or revoked `x-api-key`',
+  402: 'the balance does not cover the cost; nothing was charged or created',
+  404: 'not found (also for a prediction of another user)',
+  405: 'GET /v1/predictions/queue with a workflow other than outpainting',
+  413: 'body over BODY_LIMIT_BYTES',
+  415: 'the body is not application/json',
+  422: 'the Idempotency-Key was used before with a different body',
+  429: 'too many requests from this address (PREVIEW_RATE_LIMIT a minute); retry after Retry-After',
+  503: 'the database or NATS is temporarily unavailable; nothing was changed; retry after Retry-After',
+};
+
+/** Error responses with their example bodies; `extra400` adds examples to the 400 (an endpoint's own rules). */
+function errors(codes: number[], extra400: Record<string, ErrorExample> = {}) {
+  const examples = errorExamples();
+  return Object.fromEntries(
     codes.map((code) => [
       String(code),
       {
-        description: code === 503 ? 'the database or NATS is temporarily unavailable; nothing was changed; retry after Retry-After' : 'error',
-        ...(code === 503 ? { headers: { 'Retry-After': { description: 'seconds to wait before retrying', schema: { type: 'integer' } } } } : {}),
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        description: ERROR_DESCRIPTIONS[code] ?? 'error',
+        ...(code === 503 || code === 429 ? { headers: retryAfter } : {}),
+        content: {
+          'application/json': {
+            schema: { $ref: '#/components/schemas/Error' },
+            examples: code === 400 ? { ...examples[400], ...extra400 } : examples[code],
+          },
+        },
       },
     ]),
   );
+}
 
 const idempotencyKey = {
   name: 'Idempotency-Key',
@@ -79,63 +437,263 @@ const idempotencyKey = {
   schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
 };
 const createdHeaders = { 'Idempotent-Replayed': { description: '"true" when this is the prediction an earlier create with the same Idempotency-Key made', schema: { type: 'string' } } };
+const predictionId = { name: 'predictionId', in: 'path', required: true, description: 'the `id` a create returned', schema: { type: 'string' }, example: EXAMPLE_ID };
+
+/** `examples` of a request body: one per workflow, named after it. */
+function bodyExamples(workflows: readonly WorkflowName[]) {
+  return Object.fromEntries(workflows.map((name) => [name, { summary: name, value: CREATE_EXAMPLES[name] }]));
+}
+
+const createBodySchema = (workflows: readonly WorkflowName[]) => ({ oneOf: workflows.map((name) => ({ $ref: `#/components/schemas/${componentName(name)}` })) });
+
+const SSE_EXAMPLE = [
+  'event: prediction',
+  `data: ${JSON.stringify({ ...predictionExample('generate_qr_art_v4s', 'queued'), status: 'executing', startedAt: '2025-06-01T12:00:01.250Z', updatedAt: '2025-06-01T12:00:01.250Z' })}`,
+  '',
+  'event: progress',
+  'data: {"step":5,"total":20}',
+  '',
+  ': keep-alive',
+  '',
+  'event: progress',
+  'data: {"step":20,"total":20}',
+  '',
+  'event: prediction',
+  `data: ${JSON.stringify(predictionExample('generate_qr_art_v4s', 'executed'))}`,
+  '',
+  '',
+].join('\n');
+
+const DESCRIPTION = `Artistic scannable QR codes and outpainting, as asynchronous predictions: create one, then poll it,
+follow its events, or receive a webhook. The full contract, every error code and the limits are in docs/api.md.
+
+**Authentication.** Every \`/v1/predictions\` call needs the header \`x-api-key\`. Press **Authorize**, paste your key,
+and the **Try it out** requests from this page send it (it is kept in this browser's local storage until you log out there).
+
+**Errors.** Every rejected request gets \`{"success": false, "error": {"code", "message", "details": [{"field", "rule", "message"}]}}\`.
+
+**Free endpoints.** \`POST /v1/qr/preview\` and \`POST /v1/predictions/quote\` need no key and charge nothing; they are rate-limited per client address.`;
 
 /** OpenAPI 3.1, generated from the same zod schemas that validate requests. */
 export function buildOpenApiDocument(): Record<string, unknown> {
   const requestComponents = Object.fromEntries(WORKFLOWS.map((name) => [componentName(name), jsonSchema(requestSchemas[name])]));
-  const envelope = { type: 'object', properties: { success: { const: true }, data: { $ref: '#/components/schemas/Prediction' } } };
+  const v5 = parsedExample('generate_qr_art_v5');
   return {
     openapi: '3.1.0',
-    info: { title: 'qr-art prediction API', version: '1', description: 'Artistic scannable QR codes and outpainting. See docs/api.md.' },
+    info: { title: 'qr-art prediction API', version: '1', description: DESCRIPTION, license: { name: 'Apache-2.0', identifier: 'Apache-2.0' } },
+    // Relative: "Try it out" on /docs then calls the origin that served the page, whatever host or port it runs on.
+    servers: [{ url: '/', description: 'this server' }],
+    tags: [
+      { name: 'predictions', description: 'create, read and follow predictions (key needed)' },
+      { name: 'free', description: 'preview and price a request before paying for it (no key; rate-limited)' },
+      { name: 'files', description: 'output images' },
+      { name: 'health', description: 'probes for load balancers and orchestrators' },
+    ],
     components: {
       securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' } },
-      schemas: { Error: errorBody, Prediction: record, ...requestComponents },
+      schemas: { Error: errorBody, Prediction: record, PredictionEnvelope: envelope, PredictionPage: listPage, Quote: quote, QrLayout: qrLayout, ...requestComponents },
     },
     security: [{ apiKey: [] }],
     paths: {
       '/v1/predictions/queue': {
         post: {
+          tags: ['predictions'],
+          operationId: 'createPrediction',
           summary: 'Create a prediction (any workflow)',
+          description: 'Charges the cost at once and answers with the record in status `queued`. Field rules and prices per workflow: docs/workflows.md.',
           parameters: [idempotencyKey],
           requestBody: {
             required: true,
-            content: { 'application/json': { schema: { oneOf: WORKFLOWS.map((name) => ({ $ref: `#/components/schemas/${componentName(name)}` })) } } },
+            content: { 'application/json': { schema: createBodySchema(WORKFLOWS), examples: bodyExamples(WORKFLOWS) } },
           },
-          responses: { '200': { description: 'queued', headers: createdHeaders, content: { 'application/json': { schema: envelope } } }, ...errors(400, 401, 402, 413, 415, 422, 503) },
+          responses: {
+            '200': {
+              description: 'queued',
+              headers: createdHeaders,
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/PredictionEnvelope' }, example: { success: true, data: predictionExample('generate_qr_art_v5', 'queued') } } },
+            },
+            ...errors([400, 401, 402, 413, 415, 422, 503]),
+          },
         },
         get: {
+          tags: ['predictions'],
+          operationId: 'createOutpaintingWithGet',
           summary: 'Create an outpainting prediction (spec 4.3 names GET; body as for POST)',
+          description: 'Browsers and this page cannot send a body with GET; use POST, which accepts every workflow.',
           parameters: [idempotencyKey],
-          requestBody: { content: { 'application/json': { schema: { $ref: `#/components/schemas/${componentName('outpainting')}` } } } },
-          responses: { '200': { description: 'queued', headers: createdHeaders, content: { 'application/json': { schema: envelope } } }, ...errors(400, 401, 402, 405, 413, 415, 422, 503) },
+          requestBody: { content: { 'application/json': { schema: { $ref: `#/components/schemas/${componentName('outpainting')}` }, examples: bodyExamples(['outpainting']) } } },
+          responses: {
+            '200': { description: 'queued', headers: createdHeaders, content: { 'application/json': { schema: { $ref: '#/components/schemas/PredictionEnvelope' } } } },
+            ...errors([400, 401, 402, 405, 413, 415, 422, 503]),
+          },
+        },
+      },
+      '/v1/predictions/quote': {
+        post: {
+          tags: ['free'],
+          operationId: 'quotePrediction',
+          summary: 'Price a create body without creating anything',
+          description: 'Validates the body with the same rules as create and answers what it would cost and how it would be normalized. No key, no charge; rate-limited per client address like the preview.',
+          security: [],
+          requestBody: { required: true, content: { 'application/json': { schema: createBodySchema(WORKFLOWS), examples: bodyExamples(WORKFLOWS) } } },
+          responses: {
+            '200': {
+              description: 'the price and the normalized input',
+              content: {
+                'application/json': {
+                  schema: { $ref: '#/components/schemas/Quote' },
+                  example: { success: true, data: { workflow: 'generate_qr_art_v5', credits: v5.costCents / 100, input: v5.input } },
+                },
+              },
+            },
+            ...errors([400, 413, 415, 429]),
+          },
+        },
+      },
+      '/v1/qr/preview': {
+        post: {
+          tags: ['free'],
+          operationId: 'previewQrLayout',
+          summary: 'Preview where the code goes (PNG of the control image)',
+          description:
+            `The control image the worker would condition on (the one \`qr-art qr render\` writes), at the output's aspect ratio, its long side at most 512 px. ` +
+            `Takes a create body of a workflow whose code the service draws (${PREVIEW_WORKFLOWS.join(', ')}), validated like create; ` +
+            '`prompt` (or `qrText`) may be left out: only the layout is drawn. ' +
+            'v1-v3b bring their own code image and outpainting has none: 400 with rule `workflow_has_preview`. No key, no charge; rate-limited per client address.',
+          security: [],
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                // Not the Create_* schemas: those require the prompt, which a preview may leave out.
+                schema: {
+                  type: 'object',
+                  required: ['workflow'],
+                  description: "a create body of one of these workflows (its Create_* schema), prompt or qrText optional",
+                  properties: { workflow: { enum: PREVIEW_WORKFLOWS } },
+                },
+                examples: Object.fromEntries(PREVIEW_WORKFLOWS.map((name) => [name, { summary: name, value: previewExample(name) }])),
+              },
+            },
+          },
+          responses: {
+            '200': {
+              description: 'the control image',
+              headers: {
+                'x-qr-layout': {
+                  description: 'JSON of the layout at full output size: `{"width","height","x","y","side","codeSide","version"}` (schema QrLayout)',
+                  schema: { type: 'string', contentMediaType: 'application/json', contentSchema: { $ref: '#/components/schemas/QrLayout' } },
+                },
+                'x-credits': { description: 'what creating this prediction would cost, in credits', schema: { type: 'string', example: String(v5.costCents / 100) } },
+              },
+              content: { 'image/png': { schema: { type: 'string', contentMediaType: 'image/png' } } },
+            },
+            ...errors([400, 413, 415, 429], {
+              workflow_has_preview: {
+                summary: 'a workflow without a server-drawn code (v1-v3b, outpainting)',
+                value: invalidRequest([
+                  { field: 'workflow', rule: 'workflow_has_preview', message: 'generate_qr_art_v2 has no layout drawn by the server to preview; the v4 and v5 workflows do' },
+                ]).toBody(),
+              },
+            }),
+          },
         },
       },
       '/v1/predictions/{predictionId}': {
         get: {
+          tags: ['predictions'],
+          operationId: 'getPrediction',
           summary: 'Get a prediction',
-          parameters: [{ name: 'predictionId', in: 'path', required: true, schema: { type: 'string' } }],
-          responses: { '200': { description: 'the prediction', content: { 'application/json': { schema: envelope } } }, ...errors(401, 404, 503) },
+          parameters: [predictionId],
+          responses: {
+            '200': {
+              description: 'the prediction',
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/PredictionEnvelope' }, example: { success: true, data: predictionExample('generate_qr_art_v5', 'executed') } } },
+            },
+            ...errors([401, 404, 503]),
+          },
+        },
+      },
+      '/v1/predictions/{predictionId}/events': {
+        get: {
+          tags: ['predictions'],
+          operationId: 'followPrediction',
+          summary: 'Follow a prediction as server-sent events',
+          description: [
+            'A `text/event-stream` of the prediction as it changes. Browsers cannot send `x-api-key` with `EventSource`: read it with `fetch()` and an SSE parser (the TS client does). Events:',
+            '',
+            '- `prediction`: `data` is the prediction record (exactly `data` of GET /v1/predictions/{predictionId}); sent at once on connect and again whenever its status changes.',
+            '- `progress`: `data` is `{"step": n, "total": m}`, denoising steps done and all steps of the job (a batch is denoised together); the first and last step always, those between at most 4 a second.',
+            '- a comment `: keep-alive` every 15 s.',
+            '',
+            'The server ends the stream right after a `prediction` event whose status is `executed` or `failed`. A client that loses the stream reconnects or falls back to polling GET /v1/predictions/{predictionId}. ' +
+              '(Try it out on this page shows the events only once the stream has ended.)',
+          ].join('\n'),
+          parameters: [predictionId],
+          responses: {
+            '200': { description: 'the event stream', content: { 'text/event-stream': { schema: { type: 'string' }, example: SSE_EXAMPLE } } },
+            ...errors([401, 404, 503]),
+          },
         },
       },
       '/v1/predictions': {
         get: {
+          tags: ['predictions'],
+          operationId: 'listPredictions',
           summary: 'List predictions, newest first',
           parameters: [
             { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
             { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
           ],
-          responses: { '200': { description: 'a page of predictions' }, ...errors(400, 401, 503) },
+          responses: {
+            '200': { description: 'a page of predictions', content: { 'application/json': { schema: { $ref: '#/components/schemas/PredictionPage' }, example: listExample() } } },
+            ...errors([400, 401, 503]),
+          },
         },
       },
       '/v1/files/{name}': {
-        get: { summary: 'An output image (no key needed; the name is unguessable)', security: [], responses: { '200': { description: 'image' }, ...errors(404, 503) } },
+        get: {
+          tags: ['files'],
+          operationId: 'getFile',
+          summary: 'An output image (no key needed; the name is unguessable)',
+          security: [],
+          parameters: [{ name: 'name', in: 'path', required: true, description: 'the last part of an `output.images` URL', schema: { type: 'string' } }],
+          responses: {
+            '200': { description: 'image', content: { 'image/png': { schema: { type: 'string', contentMediaType: 'image/png' } } } },
+            ...errors([404, 503]),
+          },
+        },
       },
-      '/healthz': { get: { summary: 'Process is up', security: [], responses: { '200': { description: 'ok' } } } },
-      '/readyz': { get: { summary: 'Database, NATS (and the local worker) are ready', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } } },
+      '/healthz': { get: { tags: ['health'], operationId: 'healthz', summary: 'Process is up', security: [], responses: { '200': { description: 'ok' } } } },
+      '/readyz': {
+        get: { tags: ['health'], operationId: 'readyz', summary: 'Database, NATS (and the local worker) are ready', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } },
+      },
+    },
+    webhooks: {
+      predictionChanged: {
+        post: {
+          summary: 'A prediction created with `webhook` changed status',
+          description:
+            'POSTed to the `webhook` URL on `executing`, `executed` and `failed`; the body is GET /v1/predictions/{predictionId} at that moment. ' +
+            'Signed per Standard Webhooks with WEBHOOK_SECRET: verify `webhook-signature` with any Standard Webhooks library and deduplicate on `webhook-id`. ' +
+            'A 2xx ends the delivery; connect errors, timeouts, 408, 429 and 5xx are retried (5 s, 30 s, 2 min, … up to 10 h, or after Retry-After); other 4xx and redirects end it.',
+          security: [],
+          parameters: [
+            { name: 'webhook-id', in: 'header', required: true, description: '`msg_<predictionId>_<status>`: the same on every retry of one delivery', schema: { type: 'string' } },
+            { name: 'webhook-timestamp', in: 'header', required: true, description: 'unix seconds', schema: { type: 'string' } },
+            { name: 'webhook-signature', in: 'header', required: true, description: '`v1,<base64 HMAC-SHA256(secret, "<id>.<timestamp>.<body>")>`', schema: { type: 'string' } },
+          ],
+          requestBody: { required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/PredictionEnvelope' }, example: { success: true, data: predictionExample('generate_qr_art_v4s', 'executed') } } } },
+          responses: {
+            '2XX': { description: 'received: the delivery ends' },
+            '5XX': { description: 'retried later (as are 408, 429, connect errors and timeouts)' },
+          },
+        },
+      },
     },
   };
 }
 
-function componentName(workflow: string): string {
+export function componentName(workflow: string): string {
   return `Create_${workflow.replace(/[^A-Za-z0-9]/g, '_')}`;
 }
