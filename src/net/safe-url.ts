@@ -4,7 +4,9 @@
  *
  * Three layers:
  *  1. checkUrlSyntax: absolute http(s) URL, no credentials, https when required, and — unless
- *     private destinations are allowed — no literal non-public IP and no "localhost".
+ *     private destinations are allowed — no literal non-public IP and no "localhost". Where
+ *     https is required, allowing private destinations allows plain http to them only: a
+ *     public receiver is still reached over TLS (connectionPolicy).
  *  2. resolveSafely: resolves the host (dns.lookup, all addresses) and refuses when ANY
  *     address is non-public.
  *  3. safeLookup: the same check as a `lookup` function for http.request / net.connect /
@@ -19,12 +21,18 @@ import type { LookupFunction } from 'node:net';
 import { nonPublicReason } from './address-policy.ts';
 
 export interface OutboundPolicy {
-  /** Development only: allow loopback/private/link-local destinations and plain http. */
+  /** Development only: allow loopback/private/link-local destinations (and plain http to them). */
   allowPrivate: boolean;
+  /**
+   * Every destination must be non-public (a name's every address). connectionPolicy sets it for
+   * plain http where https is required: allowPrivate opens private hosts for development, it
+   * does not let a payload cross the internet unencrypted.
+   */
+  privateOnly?: boolean;
 }
 
 export interface UrlSyntaxOptions {
-  /** Require https (only enforced when policy.allowPrivate is false). */
+  /** Require https; under policy.allowPrivate, plain http is accepted to non-public hosts only. */
   httpsOnly: boolean;
 }
 
@@ -68,8 +76,13 @@ export function isLocalhostName(host: string): boolean {
   return h === 'localhost' || h.endsWith('.localhost');
 }
 
+const PLAIN_HTTP_RULE = 'plain http is allowed only to loopback or private hosts (ALLOW_PRIVATE_URLS); a public receiver must use https';
+
 /** Why connecting to host (a name or literal IP) is refused under the policy, before any DNS. */
 function hostRefusal(host: string, policy: OutboundPolicy): string | null {
+  if (policy.privateOnly && !isLocalhostName(host) && isIP(host) !== 0 && nonPublicReason(host) === null) {
+    return `address ${host} is public: ${PLAIN_HTTP_RULE}`;
+  }
   if (policy.allowPrivate) return null;
   if (isLocalhostName(host)) return `host "${host}" is loopback`;
   if (isIP(host) !== 0 || host.includes('%')) {
@@ -102,9 +115,19 @@ export function checkUrlSyntax(
   }
   const host = urlHost(parsed);
   if (host === '') return { ok: false, reason: 'URL has no host' };
-  const refusal = hostRefusal(host, policy);
+  // Literal hosts are judged here (node connects to them without a lookup); names by safeLookup.
+  const refusal = hostRefusal(host, connectionPolicy(parsed, policy, options));
   if (refusal !== null) return { ok: false, reason: refusal };
   return { ok: true, url: parsed };
+}
+
+/**
+ * The policy a connection to `url` runs under: the given one, plus privateOnly for plain http
+ * where https is required (only reachable under allowPrivate). Pass it to safeLookup so that a
+ * name's addresses are held to it too.
+ */
+export function connectionPolicy(url: URL, policy: OutboundPolicy, options: UrlSyntaxOptions): OutboundPolicy {
+  return options.httpsOnly && url.protocol === 'http:' ? { ...policy, privateOnly: true } : policy;
 }
 
 function normFamily(f: unknown): 0 | 4 | 6 {
@@ -133,12 +156,14 @@ export async function resolveHostSafely(
     err.code = 'ENOTFOUND';
     throw err;
   }
-  if (!policy.allowPrivate) {
-    for (const a of addresses) {
-      const reason = nonPublicReason(a.address);
-      if (reason !== null) {
-        throw new UnsafeUrlError(`host ${host} resolves to ${a.address}, which is not public: ${reason}`);
-      }
+  for (const a of addresses) {
+    const reason = nonPublicReason(a.address);
+    if (reason !== null && !policy.allowPrivate) {
+      throw new UnsafeUrlError(`host ${host} resolves to ${a.address}, which is not public: ${reason}`);
+    }
+    // Any public address refuses the whole name: the socket may connect to any of them.
+    if (reason === null && policy.privateOnly) {
+      throw new UnsafeUrlError(`host ${host} resolves to ${a.address}, which is public: ${PLAIN_HTTP_RULE}`);
     }
   }
   return addresses.map((a) => ({ address: a.address, family: normFamily(a.family) || (isIP(a.address) as 4 | 6) }));

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
-import { checkUrlSyntax, isUnsafeUrlError, safeLookup, urlHost } from '../net/safe-url.ts';
+import { checkUrlSyntax, connectionPolicy, isUnsafeUrlError, safeLookup, urlHost } from '../net/safe-url.ts';
 import type { LookupAllFn, OutboundPolicy } from '../net/safe-url.ts';
 import { webhookHeaders } from './sign.ts';
 import type { WebhookSecret } from './sign.ts';
@@ -65,9 +65,12 @@ export async function deliverWebhook(opts: DeliverOptions): Promise<DeliveryOutc
 
 function deliverInner(opts: DeliverOptions): Promise<DeliveryOutcome> {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_DELIVERY_TIMEOUT_MS;
-  const checked = checkUrlSyntax(opts.url, opts.policy, { httpsOnly: true });
+  const syntax = { httpsOnly: true };
+  const checked = checkUrlSyntax(opts.url, opts.policy, syntax);
   if (!checked.ok) return Promise.resolve({ kind: 'give_up', reason: `unsafe or invalid URL: ${checked.reason}` });
   const url = checked.url;
+  // Plain http (ALLOW_PRIVATE_URLS only) may reach only a name whose every address is private.
+  const policy = connectionPolicy(url, opts.policy, syntax);
 
   let headers: Record<string, string | number>;
   try {
@@ -146,7 +149,7 @@ function deliverInner(opts: DeliverOptions): Promise<DeliveryOutcome> {
         path: `${url.pathname}${url.search}`,
         headers,
         agent: false, // fresh connection: no socket reuse across policies/hosts
-        lookup: safeLookup(opts.policy, opts.lookup),
+        lookup: safeLookup(policy, opts.lookup),
       });
       req.on('error', onError);
       req.on('response', onResponse);

@@ -33,7 +33,7 @@ import { ASPECT_RATIOS, MAX_OUTPUT_SIDE, RESOLUTIONS } from './sizes.ts';
 import { checkUrl } from './urls.ts';
 
 export interface SchemaOptions {
-  /** Accept http webhooks and webhooks on literal private/loopback hosts (local development). */
+  /** Accept webhooks on literal private/loopback hosts, and http webhooks to internal hosts (local development). */
   allowPrivateUrls: boolean;
 }
 
@@ -114,9 +114,16 @@ function webhookUrl(options: SchemaOptions) {
     .max(LIMITS.urlMaxLength)
     .superRefine((s, ctx) => {
       if (s.length > LIMITS.urlMaxLength) return;
-      const problem = checkUrl(s, protocols, !options.allowPrivateUrls);
+      const problem = checkUrl(s, protocols, !options.allowPrivateUrls, { httpOnlyToInternalHosts: true });
       if (!problem) return;
-      if (problem.kind === 'private_host') {
+      if (problem.kind === 'public_http') {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must use https: plain http is accepted only to a loopback, private or internal host (ALLOW_PRIVATE_URLS is for development), and ${problem.host} is public`,
+          params: { rule: 'https_url' },
+          input: s,
+        });
+      } else if (problem.kind === 'private_host') {
         ctx.addIssue({
           code: 'custom',
           message: `must not point at a loopback, private or link-local host (${problem.host})`,

@@ -1,14 +1,17 @@
 /**
  * URL checks used by create-body validation.
  *
- * Only literal hosts are judged here (an IP address or a localhost name). Names that resolve
- * to private addresses are caught at delivery time by the webhook sender's DNS check.
+ * Nothing is resolved here (no DNS in the create path): hosts are judged by what they literally
+ * are (an IP address, a localhost name, an internal-use name). Names that resolve to private
+ * addresses are caught at delivery time by the webhook sender's DNS check, and so are names
+ * that a plain-http webhook (ALLOW_PRIVATE_URLS) gives but that resolve to public addresses.
  */
 
 export type UrlProblem =
   | { kind: 'invalid' } // not an absolute URL
   | { kind: 'scheme'; protocol: string } // scheme not allowed
-  | { kind: 'private_host'; host: string }; // literal loopback / private / link-local / reserved host
+  | { kind: 'private_host'; host: string } // literal loopback / private / link-local / reserved host
+  | { kind: 'public_http'; host: string }; // plain http to a host that is, or looks, public
 
 /** Parses an absolute URL; undefined when `value` is not one. */
 export function parseAbsoluteUrl(value: string): URL | undefined {
@@ -126,6 +129,39 @@ export function isNonPublicLiteralHost(hostname: string): boolean {
 }
 
 /**
+ * Suffixes of names that no public receiver has: special-use and private-use domains that are
+ * never delegated on the internet, and Kubernetes' service names.
+ *   localhost (RFC 6761), local (mDNS, RFC 6762; Kubernetes' cluster.local), internal (reserved
+ *   by ICANN for private use; host.docker.internal), home.arpa (RFC 8375), test (RFC 6761),
+ *   svc (a Kubernetes service named without the cluster domain: receiver.default.svc).
+ */
+const INTERNAL_SUFFIXES = ['localhost', 'local', 'internal', 'home.arpa', 'test', 'svc'] as const;
+
+/**
+ * True when `hostname` (as URL.hostname gives it) is not a public receiver on its face: a
+ * literal non-public address or localhost name (isNonPublicLiteralHost), a single label (found
+ * through search domains or a hosts file: a docker compose service, `receiver`), or a name
+ * under INTERNAL_SUFFIXES. A public IP literal, or a name under any other suffix, is public-looking
+ * (even when an internal DNS zone maps it to a private address: that cannot be told without
+ * resolving, which the create path does not do).
+ */
+export function isInternalHost(hostname: string): boolean {
+  if (isNonPublicLiteralHost(hostname)) return true;
+  const host = hostname.toLowerCase().replace(/\.$/, '');
+  if (host.startsWith('[') || ipv4ToNumber(host) !== undefined) return false; // a public IP literal
+  if (!host.includes('.')) return true;
+  return INTERNAL_SUFFIXES.some((suffix) => host.endsWith(`.${suffix}`));
+}
+
+export interface CheckUrlOptions {
+  /**
+   * Plain http only to an internal host (isInternalHost): ALLOW_PRIVATE_URLS opens private
+   * receivers for development, not unencrypted deliveries to public ones.
+   */
+  httpOnlyToInternalHosts?: boolean;
+}
+
+/**
  * Checks a URL string against the allowed schemes and, when `rejectNonPublicHosts`,
  * against literal non-public hosts. Returns undefined when the URL is acceptable.
  */
@@ -133,10 +169,14 @@ export function checkUrl(
   value: string,
   allowedProtocols: readonly string[],
   rejectNonPublicHosts: boolean,
+  options: CheckUrlOptions = {},
 ): UrlProblem | undefined {
   const url = parseAbsoluteUrl(value);
   if (!url) return { kind: 'invalid' };
   if (!allowedProtocols.includes(url.protocol)) return { kind: 'scheme', protocol: url.protocol };
   if (rejectNonPublicHosts && isNonPublicLiteralHost(url.hostname)) return { kind: 'private_host', host: url.hostname };
+  if (options.httpOnlyToInternalHosts && url.protocol === 'http:' && !isInternalHost(url.hostname)) {
+    return { kind: 'public_http', host: url.hostname };
+  }
   return undefined;
 }

@@ -40,7 +40,7 @@ export interface ValidationIssue {
 }
 
 export interface ValidateOptions {
-  /** Accept http:// webhooks and webhooks on literal loopback/private hosts (local development only). */
+  /** Accept webhooks on literal loopback/private hosts, and http:// webhooks to internal hosts only (local development only). */
   allowPrivateUrls: boolean;
   /** Source of the seed when the body has none. Default: crypto-random integer in [0, 2^53-1]. */
   randomSeed?: () => number;

@@ -3,7 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   checkUrlSyntax,
+  connectionPolicy,
   isUnsafeUrlError,
+  resolveHostSafely,
   resolveSafely,
   safeLookup,
   UnsafeUrlError,
@@ -65,6 +67,56 @@ describe('checkUrlSyntax', () => {
   it('allows plain http when httpsOnly is false (still refusing private hosts)', () => {
     expect(checkUrlSyntax('http://example.com/a.png', strict, { httpsOnly: false }).ok).toBe(true);
     expect(checkUrlSyntax('http://10.0.0.1/a.png', strict, { httpsOnly: false }).ok).toBe(false);
+  });
+
+  it('under allowPrivate, accepts plain http to a literal public address only where https is not required', () => {
+    for (const url of ['http://93.184.216.34/hook', 'http://[2606:4700:4700::1111]/hook']) {
+      const r = checkUrlSyntax(url, dev, { httpsOnly: true });
+      expect(r.ok, url).toBe(false);
+      if (!r.ok) expect(r.reason).toMatch(/is public: plain http is allowed only to loopback or private hosts/);
+      // An image URL (httpsOnly false) may be plain http anywhere; the spec allows it.
+      expect(checkUrlSyntax(url, dev, { httpsOnly: false }).ok, url).toBe(true);
+    }
+    // Names pass here: their addresses are judged when the connection resolves them.
+    expect(checkUrlSyntax('http://hooks.example.com/hook', dev, { httpsOnly: true }).ok).toBe(true);
+    expect(checkUrlSyntax('https://93.184.216.34/hook', dev, { httpsOnly: true }).ok).toBe(true);
+  });
+});
+
+describe('connectionPolicy', () => {
+  it('holds plain http to private destinations only where https is required', () => {
+    expect(connectionPolicy(new URL('http://hooks.test/'), dev, { httpsOnly: true })).toEqual({ allowPrivate: true, privateOnly: true });
+    expect(connectionPolicy(new URL('https://hooks.test/'), dev, { httpsOnly: true })).toBe(dev);
+    expect(connectionPolicy(new URL('http://hooks.test/a.png'), dev, { httpsOnly: false })).toBe(dev);
+  });
+});
+
+describe('resolveHostSafely with privateOnly (plain http under allowPrivate)', () => {
+  const privateOnly = { allowPrivate: true, privateOnly: true };
+  const lookup = fakeLookup({
+    'receiver.test': ['127.0.0.1'],
+    'lan.test': ['192.168.1.20', 'fd00::5'],
+    'public.example': ['93.184.216.34'],
+    'mixed.example': ['10.0.0.7', '93.184.216.34'],
+  });
+
+  it('accepts a name whose every address is private or loopback, and localhost without DNS', async () => {
+    await expect(resolveHostSafely('receiver.test', privateOnly, lookup)).resolves.toEqual([{ address: '127.0.0.1', family: 4 }]);
+    await expect(resolveHostSafely('lan.test', privateOnly, lookup)).resolves.toHaveLength(2);
+    await expect(resolveHostSafely('localhost', privateOnly, fakeLookup({ localhost: ['127.0.0.1'] }))).resolves.toBeTruthy();
+    await expect(resolveHostSafely('10.1.2.3', privateOnly, lookup)).resolves.toEqual([{ address: '10.1.2.3', family: 4 }]);
+  });
+
+  it.each(['public.example', 'mixed.example'])('refuses %s: an address is public', async (host) => {
+    const p = resolveHostSafely(host, privateOnly, lookup);
+    await expect(p).rejects.toBeInstanceOf(UnsafeUrlError);
+    await expect(p).rejects.toThrow(/93\.184\.216\.34, which is public: plain http is allowed only to loopback or private hosts/);
+  });
+
+  it('refuses a literal public address without DNS', async () => {
+    const l = fakeLookup({});
+    await expect(resolveHostSafely('8.8.8.8', privateOnly, l)).rejects.toThrow(/address 8\.8\.8\.8 is public/);
+    expect(l.calls).toEqual([]);
   });
 });
 

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { LookupAllFn } from '../../src/net/safe-url.ts';
 import { deliverWebhook, outcomeForStatus } from '../../src/webhooks/deliver.ts';
 import { generateSecret } from '../../src/webhooks/sign.ts';
+import { fakeLookup } from '../helpers/fake-dns.ts';
 
 interface Received {
   method: string;
@@ -233,6 +234,38 @@ describe('deliverWebhook', () => {
       const outcome = await deliver(`https://rebind.example:${port}/ok`, { policy: strict, lookup });
       expect(outcome).toEqual({ kind: 'give_up', reason: expect.stringMatching(/::ffff:127\.0\.0\.1/) });
       expect(received).toHaveLength(0);
+    });
+  });
+
+  describe('plain http under allowPrivate reaches private receivers only', () => {
+    it('delivers to a name that resolves to loopback', async () => {
+      const port = new URL(base).port;
+      const lookup: LookupAllFn = async () => [{ address: '127.0.0.1', family: 4 }];
+      expect(await deliver(`http://receiver.test:${port}/ok`, { policy: dev, lookup })).toEqual({ kind: 'delivered', status: 200 });
+    });
+
+    it('gives up without sending when the DNS answer is public', async () => {
+      const lookup: LookupAllFn = async () => [{ address: '93.184.216.34', family: 4 }];
+      const outcome = await deliver('http://hooks.customer.example/x', { policy: dev, lookup });
+      expect(outcome).toEqual({ kind: 'give_up', reason: expect.stringMatching(/93\.184\.216\.34, which is public: plain http is allowed only to loopback or private hosts/) });
+    });
+
+    it('gives up without sending when any address of the answer is public, even one that would reach the receiver', async () => {
+      const port = new URL(base).port;
+      const lookup: LookupAllFn = async () => [
+        { address: '127.0.0.1', family: 4 },
+        { address: '93.184.216.34', family: 4 },
+      ];
+      const outcome = await deliver(`http://half.example:${port}/ok`, { policy: dev, lookup });
+      expect(outcome).toEqual({ kind: 'give_up', reason: expect.stringMatching(/which is public/) });
+      expect(received).toHaveLength(0);
+    });
+
+    it('gives up on a literal public address without resolving anything', async () => {
+      const lookup = fakeLookup({});
+      const outcome = await deliver('http://93.184.216.34/x', { policy: dev, lookup });
+      expect(outcome).toEqual({ kind: 'give_up', reason: expect.stringMatching(/address 93\.184\.216\.34 is public/) });
+      expect(lookup.calls).toEqual([]);
     });
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkUrl, isNonPublicLiteralHost } from '../../src/workflows/urls.ts';
+import { checkUrl, isInternalHost, isNonPublicLiteralHost } from '../../src/workflows/urls.ts';
 
 const hostOf = (url: string) => new URL(url).hostname;
 
@@ -45,5 +45,44 @@ describe('checkUrl', () => {
     expect(checkUrl('http://example.com', ['https:'], true)).toEqual({ kind: 'scheme', protocol: 'http:' });
     expect(checkUrl('https://127.0.0.1', ['https:'], true)).toEqual({ kind: 'private_host', host: '127.0.0.1' });
     expect(checkUrl('https://127.0.0.1', ['https:'], false)).toBeUndefined();
+  });
+});
+
+describe('plain http only to internal hosts (ALLOW_PRIVATE_URLS)', () => {
+  const dev = (url: string) => checkUrl(url, ['https:', 'http:'], false, { httpOnlyToInternalHosts: true });
+
+  it('accepts http to literal private and loopback addresses and localhost names', () => {
+    for (const url of ['http://127.0.0.1:3000/hook', 'http://10.0.0.5/hook', 'http://192.168.1.20/hook', 'http://[::1]:8080/hook', 'http://localhost:3000/hook', 'http://api.localhost/hook']) {
+      expect(dev(url), url).toBeUndefined();
+    }
+  });
+
+  it('accepts http to names no public receiver has: single labels and internal-use suffixes', () => {
+    for (const url of ['http://receiver:8080/hook', 'http://host.docker.internal:3000/hook', 'http://hooks.default.svc/hook', 'http://hooks.default.svc.cluster.local/hook',
+      'http://printer.local/hook', 'http://nas.home.arpa/hook', 'http://receiver.test/hook', 'http://RECEIVER.TEST./hook']) {
+      expect(dev(url), url).toBeUndefined();
+    }
+  });
+
+  it('refuses http to public IP literals and to names under public suffixes, naming the host', () => {
+    for (const [url, host] of [['http://8.8.8.8/hook', '8.8.8.8'], ['http://0x08080808/hook', '8.8.8.8'], ['http://[2606:4700::1111]/hook', '[2606:4700::1111]'],
+      ['http://hooks.example.com/hook', 'hooks.example.com'], ['http://localhost.example.com/hook', 'localhost.example.com'], ['http://10.0.0.1.nip.io/hook', '10.0.0.1.nip.io'],
+      ['http://internal.example.org/hook', 'internal.example.org']]) {
+      expect(dev(url!), url).toEqual({ kind: 'public_http', host });
+    }
+  });
+
+  it('leaves https alone, public or private, and is off unless asked', () => {
+    for (const url of ['https://hooks.example.com/hook', 'https://8.8.8.8/hook', 'https://127.0.0.1/hook']) expect(dev(url)).toBeUndefined();
+    expect(checkUrl('http://hooks.example.com/hook', ['https:', 'http:'], false)).toBeUndefined();
+  });
+
+  it('classifies hosts as URL.hostname gives them', () => {
+    expect(isInternalHost('receiver')).toBe(true);
+    expect(isInternalHost('a.b.internal')).toBe(true);
+    expect(isInternalHost('internal')).toBe(true);
+    expect(isInternalHost('example.internalx')).toBe(false);
+    expect(isInternalHost('93.184.216.34')).toBe(false);
+    expect(isInternalHost('[fd00::1]')).toBe(true);
   });
 });

@@ -173,9 +173,16 @@ describe('webhook', () => {
     }
   });
 
-  it('rejects http unless allowPrivateUrls', () => {
+  it('rejects http unless allowPrivateUrls, and even then to a public host', () => {
     expectIssue(parse(withField(wf, 'webhook', 'http://hooks.example.com/qr')), 'webhook', 'https_url');
-    expect(expectOk(parse(withField(wf, 'webhook', 'http://hooks.example.com/qr'), DEV_OPTIONS)).input.webhook).toBe('http://hooks.example.com/qr');
+    expect(expectOk(parse(withField(wf, 'webhook', 'http://127.0.0.1:3000/qr'), DEV_OPTIONS)).input.webhook).toBe('http://127.0.0.1:3000/qr');
+    expect(expectOk(parse(withField(wf, 'webhook', 'http://host.docker.internal:3000/qr'), DEV_OPTIONS)).input.webhook).toBe('http://host.docker.internal:3000/qr');
+    const issue = expectIssue(parse(withField(wf, 'webhook', 'http://hooks.example.com/qr'), DEV_OPTIONS), 'webhook', 'https_url');
+    expect(issue.message).toBe(
+      'webhook must use https: plain http is accepted only to a loopback, private or internal host (ALLOW_PRIVATE_URLS is for development), and hooks.example.com is public',
+    );
+    expectIssue(parse(withField(wf, 'webhook', 'http://93.184.216.34/qr'), DEV_OPTIONS), 'webhook', 'https_url');
+    expect(expectOk(parse(withField(wf, 'webhook', 'https://hooks.example.com/qr'), DEV_OPTIONS)).input.webhook).toBe('https://hooks.example.com/qr');
   });
 
   it('rejects other schemes and relative URLs in every mode', () => {
