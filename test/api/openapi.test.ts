@@ -4,7 +4,7 @@
  *
  * No OpenAPI validator package is installed, so the 3.1 structure is checked here, and the
  * schemas and examples with ajv's JSON Schema 2020-12 validator (the dialect OpenAPI 3.1
- * schemas use); ajv is already in node_modules (fastify's and kubernetes-models' validator).
+ * schemas use); ajv is a dev dependency of ours (fastify validates with it too).
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { beforeAll, describe, expect, it } from 'vitest';
