@@ -21,7 +21,8 @@ ENV NODE_ENV=production
 COPY package.json package-lock.json .npmrc ./
 # onnxruntime-node is a dependency of the whole package (the CLI's worker side), and its
 # package already carries the CPU runtime; its install script would only fetch the CUDA
-# provider from NuGet, which the API never loads. `skip` (also in .npmrc) stops that download.
+# provider from NuGet, which the API never loads. `skip` stops that download (npm 11 skips it
+# through package.json's allowScripts too; the npm 10 of Node 20 images reads only this variable).
 RUN ONNXRUNTIME_NODE_INSTALL=skip npm ci --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 COPY bin ./bin
