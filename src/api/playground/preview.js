@@ -47,7 +47,7 @@ export function livePreview({ box, image, note, cost, fields, current, visibleEr
   function describeLayout(layout, body, schema) {
     if (!layout) return 'The black-and-white code as the model will see it.';
     const ratio = body.qrRatio ?? schema.properties?.qrRatio?.default;
-    const square = typeof ratio === 'number' ? Math.round(ratio * Math.min(layout.width, layout.height)) : undefined;
+    const square = typeof layout.side === 'number' ? layout.side : typeof ratio === 'number' ? Math.round(ratio * Math.min(layout.width, layout.height)) : undefined;
     for (const [name, size, at] of [
       ['qrX', layout.width, layout.x],
       ['qrY', layout.height, layout.y],

@@ -70,7 +70,13 @@ export function resultView(elements) {
     status.className = `chip ${record.status}`;
     message.textContent = STATUS_TEXT[record.status] ?? '';
     idLine.textContent = `Prediction ${record.id} · ${record.input?.workflow ?? ''} · ${Number(record.credits ?? 0).toFixed(2)} credits${record.refunded ? ' (refunded)' : ''}`;
-    if (record.status === 'executed') setProgress(1, 1);
+    if (record.status === 'executed' && lastProgress) setProgress(lastProgress.total, lastProgress.total);
+    else if (record.status === 'executed') {
+      // Opened after the fact: no steps to tell, only that it is finished.
+      bar.max = 1;
+      bar.value = 1;
+      barText.textContent = 'Finished';
+    }
     else if (record.status === 'failed') setProgress(0, 0);
     else if (record.status === 'queued' || !lastProgress) setProgress(0, 0);
     if (record.status === 'failed' || (typeof record.output === 'string' && record.output)) {
