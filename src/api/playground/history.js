@@ -6,6 +6,8 @@ const PAGE_SIZE = 5;
 export function historyView({ list, note, prev, next, pageLabel, onOpen, onError }) {
   let offset = 0;
   let key = '';
+  /** Only the latest load may draw: an older answer arriving late is dropped. */
+  let latest = 0;
 
   function item(doc) {
     const li = document.createElement('li');
@@ -44,6 +46,7 @@ export function historyView({ list, note, prev, next, pageLabel, onOpen, onError
   }
 
   async function load() {
+    const mine = ++latest;
     if (!key) {
       list.replaceChildren();
       note.textContent = 'Enter your key to see what you made.';
@@ -53,6 +56,7 @@ export function historyView({ list, note, prev, next, pageLabel, onOpen, onError
     }
     try {
       const page = await listPredictions(key, PAGE_SIZE, offset);
+      if (mine !== latest) return;
       list.replaceChildren(...page.docs.map(item));
       note.textContent = page.totalDocs === 0 ? 'Nothing yet: your predictions will appear here.' : `${page.totalDocs} in all. Tap one to open it.`;
       prev.disabled = !page.hasPrevPage;
@@ -60,6 +64,7 @@ export function historyView({ list, note, prev, next, pageLabel, onOpen, onError
       pageLabel.textContent = `page ${page.page} of ${page.totalPages}`;
       onError(null);
     } catch (error) {
+      if (mine !== latest) return;
       list.replaceChildren();
       note.textContent = 'Could not load your predictions.';
       prev.disabled = next.disabled = true;
