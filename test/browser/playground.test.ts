@@ -55,10 +55,11 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
     browser = await launchBrowser();
   }, 120_000);
   afterAll(async () => {
-    await browser?.close();
+    // A browser that does not close within 10 s must not keep the stack from stopping.
+    await Promise.race([browser?.close(), new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
     await stack?.stop();
     await files?.close();
-  });
+  }, 120_000);
 
   /** A fresh browser profile on the page, the key typed in when given. */
   async function open(viewport = DESKTOP, key?: string): Promise<Page> {
@@ -354,4 +355,24 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
     await noHorizontalScroll(page);
     await close(page);
   });
+  it('follows by polling every 2 s when the event stream cannot be had', async () => {
+    const page = await open(PHONE, KEY);
+    const polls: number[] = [];
+    await page.route('**/v1/predictions/*/events', (route) => route.abort('connectionreset'));
+    page.on('request', (request) => {
+      if (/\/v1\/predictions\/[0-9a-f-]{36}$/.test(new URL(request.url()).pathname)) polls.push(Date.now());
+    });
+    await page.fill('[name=prompt]', 'a tea house sign');
+    await page.fill('[name=qrContent]', 'https://example.com/tea');
+    await page.click('details.more summary');
+    await page.fill('[name=steps]', '10');
+    await page.click('#create-button');
+    await page.waitForSelector('#result-card[data-updates="polling"]');
+    expect(await page.textContent('#progress-text')).toContain('every 2 seconds');
+    await page.waitForSelector('#result-card[data-status="executed"]', { timeout: 120_000 });
+    await page.waitForSelector('#result-images .badge');
+    expect(polls.length).toBeGreaterThanOrEqual(1);
+    for (let i = 1; i < polls.length; i++) expect(polls[i]! - polls[i - 1]!).toBeGreaterThanOrEqual(1500);
+    await close(page);
+  }, 150_000);
 });
