@@ -27,6 +27,8 @@ RUN ONNXRUNTIME_NODE_INSTALL=skip npm ci --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 COPY bin ./bin
 COPY --from=build /app/dist ./dist
+# The playground's page, styles and browser modules: served as files, so tsc does not emit them.
+COPY --from=build /app/src/api/playground ./dist/api/playground
 RUN groupadd --system --gid 10001 qrart && useradd --system --uid 10001 --gid 10001 --home /app qrart
 # Numeric, so that Kubernetes' runAsNonRoot can check it.
 USER 10001:10001

@@ -72,6 +72,10 @@ describe('Dockerfile (API image)', () => {
     // The compiled output the final stage takes from the build stage is where tsc writes it.
     const outDir = JSON.parse(readFileSync(path.join(REPO_DIR, 'tsconfig.build.json'), 'utf8')).compilerOptions.outDir;
     expect(last('Dockerfile', 'COPY').map((i) => i.args)).toContain(`--from=build /app/${outDir} ./${outDir}`);
+    // The playground's files, which tsc does not emit, next to the compiled route that serves them.
+    expect(last('Dockerfile', 'COPY').map((i) => i.args)).toContain(`--from=build /app/src/api/playground ./${outDir}/api/playground`);
+    expect(existsSync(path.join(REPO_DIR, 'src/api/playground/index.html'))).toBe(true);
+    expect(readFileSync(path.join(REPO_DIR, 'src/api/routes/playground.ts'), 'utf8')).toContain("path.resolve(here, '../playground')");
   });
 
   it('runs `qr-art serve`, a command of the CLI, the same command the API Deployment runs', () => {
