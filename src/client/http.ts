@@ -1,0 +1,229 @@
+/**
+ * One HTTP exchange with the API: the key header, JSON in and out, the answer checked against
+ * its schema, errors turned into QrArtApiError, and the retry rule (below).
+ */
+import type { z } from 'zod';
+import { ErrorBodySchema, type ErrorDetail } from './schemas.ts';
+
+/** The API answered with an error (or with something that is not the answer it promises). */
+export class QrArtApiError extends Error {
+  override readonly name = 'QrArtApiError';
+  constructor(
+    /** HTTP status. */
+    readonly status: number,
+    /** The API's error code (docs/api.md, Errors); `http_<status>` when the answer had no API error body (a proxy's page); `invalid_response` when a 2xx answer had the wrong shape. */
+    readonly code: string,
+    message: string,
+    /** Which field broke which rule; empty when the API names none. */
+    readonly details: readonly ErrorDetail[] = [],
+    /** Seconds to wait before trying again, from Retry-After (503, 429); null when absent. */
+    readonly retryAfter: number | null = null,
+    /** The x-request-id the API logged this request under. */
+    readonly requestId: string | null = null,
+  ) {
+    super(message);
+  }
+}
+
+/** No answer: the server could not be reached or the connection broke (the request may or may not have arrived). */
+export class QrArtConnectionError extends Error {
+  override readonly name = 'QrArtConnectionError';
+  constructor(message: string, options: { cause: unknown }) {
+    super(message, options);
+  }
+}
+
+export interface QrArtClientOptions {
+  /** The API's base URL, e.g. http://localhost:8080 (a trailing slash is fine). */
+  baseUrl: string;
+  /** Sent as x-api-key on /v1/predictions calls. */
+  apiKey?: string;
+  /** A fetch implementation (tests, proxies, instrumentation); default: the global fetch. */
+  fetch?: typeof fetch;
+  /** Retries of a request that is safe to retry (see Transport.request); default 3. */
+  retries?: number;
+  /** Longest wait between two tries, whatever Retry-After says; default 30 s. */
+  maxRetryDelayMs?: number;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+interface RequestSpec<S extends z.ZodType> extends CallOptions {
+  method: 'GET' | 'POST';
+  path: string;
+  schema: S;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Send x-api-key (every /v1/predictions call; quote and files need none). */
+  auth: boolean;
+  /**
+   * Whether trying again cannot do harm: true for reads and quotes, and for a create only when
+   * it carries an Idempotency-Key (the server then answers a repeat with the first prediction).
+   */
+  retry: boolean;
+}
+
+const CONNECTION_BACKOFF_MS = 500;
+
+/** Sleeps ms, or rejects with the signal's reason as soon as it aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Retry-After as seconds: a number of seconds or an HTTP date (RFC 9110 10.2.3); null when absent or unreadable. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | null {
+  if (value === null || value.trim() === '') return null;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim());
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+export class Transport {
+  readonly baseUrl: string;
+  private readonly apiKey: string | undefined;
+  private readonly fetchImpl: typeof fetch;
+  private readonly retries: number;
+  private readonly maxRetryDelayMs: number;
+
+  constructor(options: QrArtClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.apiKey = options.apiKey;
+    // Bound to globalThis: some runtimes refuse a fetch called with another `this`.
+    this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
+    this.retries = options.retries ?? 3;
+    this.maxRetryDelayMs = options.maxRetryDelayMs ?? 30_000;
+  }
+
+  /**
+   * Sends the request and returns the answer checked against spec.schema.
+   *
+   * Retry rule, for requests marked safe only: a 503 that carries Retry-After (the API's
+   * "nothing was changed, come back in n s") is tried again after that delay, and a request
+   * that got no answer at all is tried again after 0.5 s, 1 s, 2 s... An unsafe request
+   * (a create without an Idempotency-Key) is never repeated: a 503 may come from a proxy in
+   * front of the API, and a lost connection may have lost only the answer, so a repeat could
+   * create and charge a second prediction. The error then carries retryAfter for the caller.
+   */
+  async request<S extends z.ZodType>(spec: RequestSpec<S>): Promise<z.infer<S>> {
+    const tries = spec.retry ? 1 + this.retries : 1;
+    for (let attempt = 1; ; attempt++) {
+      let response: Response;
+      try {
+        response = await this.send(this.url(spec.path), {
+          method: spec.method,
+          headers: this.headers(spec),
+          body: spec.body === undefined ? undefined : JSON.stringify(spec.body),
+          signal: spec.signal,
+        });
+      } catch (error) {
+        if (error instanceof QrArtConnectionError && attempt < tries) {
+          await sleep(Math.min(CONNECTION_BACKOFF_MS * 2 ** (attempt - 1), this.maxRetryDelayMs), spec.signal);
+          continue;
+        }
+        throw error;
+      }
+      if (response.ok) return this.parse(response, spec);
+      const error = await errorFrom(response);
+      if (error.status === 503 && error.retryAfter !== null && attempt < tries) {
+        await sleep(Math.min(error.retryAfter * 1000, this.maxRetryDelayMs), spec.signal);
+        continue;
+      }
+      throw error;
+    }
+  }
+
+  /** A raw fetch against the API (the event stream): key header added, errors of the network as QrArtConnectionError. */
+  async stream(path: string, init: { headers?: Record<string, string>; signal?: AbortSignal }): Promise<Response> {
+    return this.send(this.url(path), { method: 'GET', headers: { ...this.keyHeader(), ...init.headers }, signal: init.signal });
+  }
+
+  /**
+   * A raw GET of an absolute URL without the key: output image URLs are capabilities of their
+   * own and may point at another host (a CDN), which must never see the key.
+   */
+  async fetchUrl(url: string, signal?: AbortSignal): Promise<Response> {
+    return this.send(url, { method: 'GET', signal });
+  }
+
+  private url(path: string): string {
+    return `${this.baseUrl}${path}`;
+  }
+
+  private keyHeader(): Record<string, string> {
+    return this.apiKey === undefined ? {} : { 'x-api-key': this.apiKey };
+  }
+
+  private headers(spec: RequestSpec<z.ZodType>): Record<string, string> {
+    return {
+      accept: 'application/json',
+      ...(spec.body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(spec.auth ? this.keyHeader() : {}),
+      ...spec.headers,
+    };
+  }
+
+  private async send(url: string, init: RequestInit): Promise<Response> {
+    try {
+      return await this.fetchImpl(url, init);
+    } catch (error) {
+      // An abort is the caller's decision, not a connection problem: pass it on as it is.
+      if (init.signal?.aborted) throw init.signal.reason;
+      const reason = error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error);
+      throw new QrArtConnectionError(`cannot reach ${new URL(url).origin}: ${reason}`, { cause: error });
+    }
+  }
+
+  private async parse<S extends z.ZodType>(response: Response, spec: RequestSpec<S>): Promise<z.infer<S>> {
+    const text = await response.text();
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw invalidResponse(response, `${spec.method} ${spec.path} answered ${response.status} with a body that is not JSON`);
+    }
+    const parsed = spec.schema.safeParse(json);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const where = issue ? `${issue.path.join('.') || 'the body'}: ${issue.message}` : 'unexpected shape';
+      throw invalidResponse(response, `${spec.method} ${spec.path} answered with an unexpected body (${where})`);
+    }
+    return parsed.data;
+  }
+}
+
+function invalidResponse(response: Response, message: string): QrArtApiError {
+  return new QrArtApiError(response.status, 'invalid_response', message, [], null, response.headers.get('x-request-id'));
+}
+
+/** The QrArtApiError of a non-2xx answer: the API's error body when there is one, else the HTTP status. */
+export async function errorFrom(response: Response): Promise<QrArtApiError> {
+  const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
+  const requestId = response.headers.get('x-request-id');
+  const text = await response.text().catch(() => '');
+  let json: unknown = undefined;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    /* not JSON: a proxy's page, say */
+  }
+  const body = ErrorBodySchema.safeParse(json);
+  if (body.success) {
+    const { code, message, details } = body.data.error;
+    return new QrArtApiError(response.status, code, message, details, retryAfter, requestId);
+  }
+  const statusText = response.statusText ? ` ${response.statusText}` : '';
+  return new QrArtApiError(response.status, `http_${response.status}`, `HTTP ${response.status}${statusText}`, [], retryAfter, requestId);
+}

@@ -1,0 +1,75 @@
+/**
+ * Waiting for a prediction to finish: follow its event stream (status and step progress as
+ * they happen), and poll GET /v1/predictions/{id} where there is no stream (an older server, a
+ * proxy that buffers or refuses it) or it keeps breaking.
+ */
+import { EventStreamUnavailableError, predictionEvents } from './events.ts';
+import { QrArtApiError, QrArtConnectionError, sleep, type Transport } from './http.ts';
+import { getPrediction } from './predictions.ts';
+import { isTerminalStatus, type PredictionRecord, type PredictionStatus, type Progress } from './schemas.ts';
+
+export interface WaitOptions {
+  /** Denoising steps done over all steps of the job; only the event stream reports them. */
+  onProgress?: (progress: Progress) => void;
+  /** Called with the record each time its status is new to this wait (the first record too). */
+  onStatus?: (record: PredictionRecord) => void;
+  /** Stops the wait: it rejects with the signal's reason (AbortSignal.timeout(ms) for a deadline). */
+  signal?: AbortSignal;
+  /** Between two GETs when polling; default 1000 ms. */
+  pollIntervalMs?: number;
+  /** false: poll only, never open the event stream. Default true. */
+  stream?: boolean;
+}
+
+/** Streams that end or break before the final record, in a row, before the wait polls for good. */
+const MAX_STREAM_FAILURES = 3;
+/** Pause before reconnecting a stream that ended early. */
+const RECONNECT_DELAY_MS = 500;
+
+/** Resolves with the record once it is executed or failed (a failed prediction resolves too: check record.status). */
+export async function waitForPrediction(http: Transport, id: string, options: WaitOptions = {}): Promise<PredictionRecord> {
+  const { signal } = options;
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  let lastStatus: PredictionStatus | undefined;
+  /** Reports a new status; returns the record when it is final. */
+  const observe = (record: PredictionRecord): PredictionRecord | null => {
+    if (record.status !== lastStatus) {
+      lastStatus = record.status;
+      options.onStatus?.(record);
+    }
+    return isTerminalStatus(record.status) ? record : null;
+  };
+
+  let useStream = options.stream !== false;
+  let streamFailures = 0;
+  for (;;) {
+    if (useStream) {
+      try {
+        for await (const event of predictionEvents(http, id, signal)) {
+          if (event.type === 'progress') {
+            options.onProgress?.(event.progress);
+            continue;
+          }
+          streamFailures = 0;
+          const final = observe(event.record);
+          if (final) return final;
+        }
+        // Ended before the final record: a replica restarting, a proxy's idle timeout.
+        streamFailures++;
+      } catch (error) {
+        if (signal?.aborted) throw signal.reason;
+        if (error instanceof EventStreamUnavailableError) useStream = false;
+        // A stream whose events make no sense: the plain record is still readable.
+        else if (error instanceof QrArtApiError && error.code === 'invalid_response') useStream = false;
+        else if (error instanceof QrArtConnectionError || (error instanceof QrArtApiError && error.status >= 500)) streamFailures++;
+        // 401 and the like: polling would be refused the same way.
+        else throw error;
+      }
+      if (streamFailures >= MAX_STREAM_FAILURES) useStream = false;
+    }
+    // The record itself: between two streams (it may have finished meanwhile), or all along.
+    const final = observe(await getPrediction(http, id, { signal }));
+    if (final) return final;
+    await sleep(useStream ? RECONNECT_DELAY_MS : pollIntervalMs, signal);
+  }
+}
