@@ -17,6 +17,7 @@ Commands:
   keys      manage users, API keys and credits (qr-art keys --help)
   qr        qr render: write a v5 control image to preview a layout (qr-art qr --help)
   generate  one QR art generation on this machine, no server (qr-art generate --help)
+  predict   a prediction on a qr-art server through the client: create, wait with progress, download (qr-art predict --help)
   models    models fuse: one denoiser graph from a ControlNet and a UNet (qr-art models --help)
 
 Configuration is read from the environment: see README.md.`;
@@ -42,6 +43,10 @@ export async function main(argv: string[]): Promise<number> {
       case 'generate': {
         const { generateCommand } = await import('./cli/generate.ts');
         return await generateCommand(rest, loadConfig());
+      }
+      case 'predict': {
+        const { predictCommand } = await import('./cli/predict.ts');
+        return await predictCommand(rest, process.env);
       }
       case 'qr': {
         const { qrCommand } = await import('./cli/qr-render.ts');

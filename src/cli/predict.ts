@@ -1,0 +1,271 @@
+/**
+ * `qr-art predict`: a prediction on a qr-art API server, through the package's own client
+ * (src/client). The body comes from flags (one per field of every workflow, as `qr-art
+ * generate` names them) and/or a JSON file; the server is the judge of the body, and its
+ * refusals come back naming the flag the user typed.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import cliProgress from 'cli-progress';
+import { QrArtApiError, QrArtClient, QrArtConnectionError, type CreateBody, type PredictionRecord } from '../client/index.ts';
+import { catalogue, isWorkflowName } from '../workflows/catalogue.ts';
+import { bodyFromFlags, flagMessages, optionName, type BodyFlag } from './body-flags.ts';
+
+export const DEFAULT_URL = 'http://localhost:8080';
+
+const USAGE = `qr-art predict --workflow NAME [body flags] [--body FILE|-] [--wait] [--out DIR] [--json]
+
+Creates a prediction on a qr-art server and prints its id and credits. With --wait, follows it
+(progress on stderr), then downloads its images into --out and prints their paths and whether
+each scans. The server checks the body (docs/workflows.md has every field, range and price).
+
+  --url URL              the server (default QR_ART_URL, else ${DEFAULT_URL})
+  --key KEY              the API key (default QR_ART_API_KEY)
+  --workflow NAME        generate_qr_art ... generate_qr_art_v5s, outpainting (or "workflow" in --body)
+  --body FILE|-          a JSON create body (- reads stdin); flags given too replace its fields
+
+  --prompt TEXT          prompt (qrText for v1-v4)
+  --qr-content TEXT      qrContent: what the code encodes (v4, v5)
+  --qr-image URL         qrImage: a QR code image (v1-v3b)
+  --negative-prompt TEXT
+  --seed N               random when absent (the record's input says which)
+  --steps N              steps (qrSteps for v1-v4s)
+  --cfg N  --qr-strength N  --model NAME  --batch-size N  --aspect-ratio R  --resolution R
+  --qr-x N  --qr-y N  --qr-ratio N  --pattern NAME  --preset NAME  --enhance face  --qr-repair MODE
+  --webhook URL          called on each status change (verify with the client's verifyWebhook)
+  --image URL  --image-width N  --image-height N  --padding-left N  --padding-right N
+  --padding-top N  --padding-bottom N  --type one_shot|multi_shots          (outpainting)
+
+  --wait                 wait until it is executed or failed, then download the images
+  --out DIR              where --wait writes <id>-<i>.png (default .)
+  --json                 print JSON: the record; with --wait {record, files}
+
+Exit status: 0 created (with --wait: executed), 1 failed (the prediction's error code and message
+are printed) or the server could not be reached, 2 bad flags, 3 the API refused the request (its
+message and each field it names are printed).`;
+
+/** v5 and outpainting names; v1-v4 bodies call the prompt qrText and the steps qrSteps (flagsFor). */
+const BODY_FLAGS: readonly BodyFlag[] = [
+  { field: 'prompt', flag: '--prompt', kind: 'text' },
+  { field: 'qrContent', flag: '--qr-content', kind: 'text' },
+  { field: 'qrImage', flag: '--qr-image', kind: 'text' },
+  { field: 'negativePrompt', flag: '--negative-prompt', kind: 'text' },
+  { field: 'seed', flag: '--seed', kind: 'number' },
+  { field: 'steps', flag: '--steps', kind: 'number' },
+  { field: 'cfg', flag: '--cfg', kind: 'number' },
+  { field: 'qrStrength', flag: '--qr-strength', kind: 'number' },
+  { field: 'model', flag: '--model', kind: 'text' },
+  { field: 'batchSize', flag: '--batch-size', kind: 'number' },
+  { field: 'aspectRatio', flag: '--aspect-ratio', kind: 'text' },
+  { field: 'resolution', flag: '--resolution', kind: 'text' },
+  { field: 'qrX', flag: '--qr-x', kind: 'number' },
+  { field: 'qrY', flag: '--qr-y', kind: 'number' },
+  { field: 'qrRatio', flag: '--qr-ratio', kind: 'number' },
+  { field: 'qrCodePartern', flag: '--pattern', kind: 'text' },
+  { field: 'preset', flag: '--preset', kind: 'text' },
+  { field: 'enhance', flag: '--enhance', kind: 'text' },
+  { field: 'qrRepair', flag: '--qr-repair', kind: 'text' },
+  { field: 'webhook', flag: '--webhook', kind: 'text' },
+  { field: 'image', flag: '--image', kind: 'text' },
+  { field: 'image_width', flag: '--image-width', kind: 'number' },
+  { field: 'image_height', flag: '--image-height', kind: 'number' },
+  { field: 'padding_left', flag: '--padding-left', kind: 'number' },
+  { field: 'padding_right', flag: '--padding-right', kind: 'number' },
+  { field: 'padding_top', flag: '--padding-top', kind: 'number' },
+  { field: 'padding_bottom', flag: '--padding-bottom', kind: 'number' },
+  { field: 'type', flag: '--type', kind: 'text' },
+];
+
+/** The flags of a workflow, named after its body's fields (a workflow this build does not know keeps the v5 names). */
+export function flagsFor(workflow: string): readonly BodyFlag[] {
+  const family = isWorkflowName(workflow) ? catalogue[workflow].family : undefined;
+  if (family !== 'qr-image' && family !== 'qr-content') return BODY_FLAGS;
+  const rename: Record<string, string> = { prompt: 'qrText', steps: 'qrSteps' };
+  return BODY_FLAGS.map((f) => (rename[f.field] ? { ...f, field: rename[f.field]! } : f));
+}
+
+export interface PredictEnv {
+  readonly QR_ART_URL?: string | undefined;
+  readonly QR_ART_API_KEY?: string | undefined;
+}
+
+type Values = Record<string, string | boolean | undefined>;
+
+function usageError(lines: string[]): number {
+  for (const line of lines) console.error(line);
+  return 2;
+}
+
+/** `qr-art predict`: returns the exit status. */
+export async function predictCommand(argv: string[], env: PredictEnv = {}, stdin: NodeJS.ReadableStream = process.stdin): Promise<number> {
+  let values: Values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        ...Object.fromEntries(BODY_FLAGS.map((f) => [optionName(f), { type: 'string' as const }])),
+        url: { type: 'string' },
+        key: { type: 'string' },
+        workflow: { type: 'string' },
+        body: { type: 'string' },
+        wait: { type: 'boolean', default: false },
+        out: { type: 'string', default: '.' },
+        json: { type: 'boolean', default: false },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    return usageError([(error as Error).message, 'see qr-art predict --help']);
+  }
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+
+  const base = await readBodyFile(values.body as string | undefined, stdin);
+  if (typeof base === 'string') return usageError([base]);
+  const workflow = (values.workflow as string | undefined) ?? base.workflow;
+  if (typeof workflow !== 'string' || workflow === '') return usageError(['--workflow is required (or a "workflow" field in --body)', 'see qr-art predict --help']);
+  const flags = flagsFor(workflow);
+  const body = { ...base, ...bodyFromFlags(flags, values), workflow } as unknown as CreateBody;
+
+  // An empty variable counts as unset (`QR_ART_URL= qr-art predict ...`).
+  const baseUrl = (values.url as string | undefined) ?? (env.QR_ART_URL || DEFAULT_URL);
+  const apiKey = (values.key as string | undefined) ?? (env.QR_ART_API_KEY || undefined);
+  if (!apiKey) return usageError(['no API key: set QR_ART_API_KEY or pass --key']);
+  if (!URL.canParse(baseUrl)) return usageError([`--url: '${baseUrl}' is not a URL`]);
+
+  const client = new QrArtClient({ baseUrl, apiKey });
+  try {
+    // A key of its own: the client may then repeat the create after a lost answer without a second charge.
+    const created = await client.create(body, { idempotencyKey: randomUUID() });
+    if (!values.wait) {
+      if (values.json) console.log(JSON.stringify(created));
+      else console.log(`${created.id}  ${workflow}  ${created.credits} credits  ${created.status}`);
+      return 0;
+    }
+    if (!values.json) console.log(`${created.id}  ${workflow}  ${created.credits} credits`);
+    const display = progressDisplay(process.stderr);
+    let done: PredictionRecord;
+    try {
+      done = await client.wait(created.id, { onStatus: (record) => display.status(record.status), onProgress: (p) => display.progress(p.step, p.total) });
+    } finally {
+      display.stop();
+    }
+    return await finish(client, done, String(values.out), Boolean(values.json));
+  } catch (error) {
+    if (error instanceof QrArtApiError) return apiRefusal(error, flags);
+    if (error instanceof QrArtConnectionError) {
+      console.error(error.message);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+/** The --body object, or a message saying why there is none. */
+async function readBodyFile(file: string | undefined, stdin: NodeJS.ReadableStream): Promise<Record<string, unknown> | string> {
+  if (file === undefined) return {};
+  let text: string;
+  try {
+    if (file === '-') {
+      const chunks: Buffer[] = [];
+      for await (const chunk of stdin) chunks.push(Buffer.from(chunk as Buffer));
+      text = Buffer.concat(chunks).toString('utf8');
+    } else text = await readFile(file, 'utf8');
+  } catch (error) {
+    return `--body: cannot read ${file}: ${(error as Error).message}`;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    return `--body: ${file === '-' ? 'stdin' : file} is not JSON: ${(error as Error).message}`;
+  }
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) return `--body: ${file === '-' ? 'stdin' : file} must hold a JSON object`;
+  return json as Record<string, unknown>;
+}
+
+/** After --wait: the failure, or the images written to out. */
+async function finish(client: QrArtClient, record: PredictionRecord, out: string, json: boolean): Promise<number> {
+  if (record.status === 'failed') {
+    if (json) console.log(JSON.stringify({ record, files: [] }));
+    console.error(`failed: ${record.error?.code ?? 'unknown'}: ${record.error?.message ?? String(record.output)}${record.refunded ? ' (refunded)' : ''}`);
+    return 1;
+  }
+  const urls = typeof record.output === 'object' ? record.output.images : [];
+  await mkdir(out, { recursive: true });
+  const files: { path: string; url: string; isScannable: boolean | null }[] = [];
+  for (const [i, url] of urls.entries()) {
+    const file = path.join(out, `${record.id}-${i}${path.extname(new URL(url).pathname) || '.png'}`);
+    await writeFile(file, await client.download(url));
+    files.push({ path: file, url, isScannable: record.isScanables[i] ?? null });
+  }
+  if (json) console.log(JSON.stringify({ record, files }));
+  else {
+    for (const file of files) console.log(`${file.path}  scannable: ${file.isScannable === null ? 'n/a' : file.isScannable ? 'yes' : 'no'}`);
+    console.log(`isScanables: ${JSON.stringify(record.isScanables)}`);
+  }
+  return 0;
+}
+
+/** The API's refusal: its message, then each field it names as the flag that sets it. */
+function apiRefusal(error: QrArtApiError, flags: readonly BodyFlag[]): number {
+  console.error(`${error.message} (${error.status} ${error.code})`);
+  const named = error.details.filter((d) => d.field !== '');
+  const lines = flagMessages(
+    named.map((d) => ({ field: d.field, rule: d.rule, message: d.message ?? `${d.field}: ${d.rule}` })),
+    flags,
+  );
+  for (const line of lines) console.error(`  ${line}`);
+  if (error.code === 'unauthorized') console.error('  the key comes from --key or QR_ART_API_KEY');
+  if (error.retryAfter !== null) console.error(`  retry after ${error.retryAfter} s`);
+  return 3;
+}
+
+interface ProgressDisplay {
+  status(status: string): void;
+  progress(step: number, total: number): void;
+  stop(): void;
+}
+
+/** A bar redrawn in place on a terminal; one plain line per change otherwise (logs, CI, tests). */
+function progressDisplay(stream: NodeJS.WriteStream): ProgressDisplay {
+  if (!stream.isTTY) {
+    return {
+      status: (status) => void stream.write(`status: ${status}\n`),
+      progress: (step, total) => void stream.write(`step ${step}/${total}\n`),
+      stop: () => undefined,
+    };
+  }
+  const bar = new cliProgress.SingleBar(
+    { stream, format: '{status} [{bar}] {value}/{total} steps  {duration}s', hideCursor: true, barsize: 30 },
+    cliProgress.Presets.shades_classic,
+  );
+  let started = false;
+  let status = 'queued';
+  const start = (total: number, value: number) => {
+    if (started) return;
+    started = true;
+    bar.start(total, value, { status });
+  };
+  return {
+    status(next) {
+      status = next;
+      if (started) bar.update({ status });
+      else start(1, 0);
+    },
+    progress(step, total) {
+      start(total, step);
+      bar.setTotal(total);
+      bar.update(step, { status });
+    },
+    stop: () => {
+      if (started) bar.stop();
+    },
+  };
+}

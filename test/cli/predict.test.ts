@@ -1,0 +1,139 @@
+/**
+ * `qr-art predict` run as a user runs it (node bin/qr-art.js) against the real stack with a
+ * demo-model worker: created, followed and downloaded; failed; refused by the API naming the
+ * flags; bad flags; no server. And every field of every workflow has a flag.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { flagsFor } from '../../src/cli/predict.ts';
+import { requestSchemas } from '../../src/workflows/schemas.ts';
+import { WORKFLOWS } from '../../src/workflows/names.ts';
+import type { TestStack } from '../helpers/service.ts';
+import { startClientStack } from '../client/stack.ts';
+
+const bin = path.resolve(import.meta.dirname, '../../bin/qr-art.js');
+const KEY = 'key-cli-predict-0123456789abcdef01234';
+const SMALL = ['--workflow', 'generate_qr_art_v5s', '--qr-content', 'https://example.com/cli', '--steps', '4'];
+
+interface Run {
+  code: number | null;
+  out: string;
+  err: string;
+}
+
+function run(args: string[], options: { env?: Record<string, string>; stdin?: string } = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, 'predict', ...args], {
+      env: { ...process.env, QR_ART_URL: '', QR_ART_API_KEY: '', ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.stderr.on('data', (chunk) => (err += chunk));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, out, err }));
+    child.stdin.end(options.stdin ?? '');
+  });
+}
+
+describe('qr-art predict', () => {
+  let stack: TestStack;
+  let dir: string;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'qr-predict-'));
+    stack = await startClientStack({ worker: true, env: { API_KEYS: `cody:${KEY}:100` } });
+    env = { QR_ART_URL: stack.baseUrl, QR_ART_API_KEY: KEY };
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('--wait: prints the id and credits, progress on stderr, then downloads the images and prints their paths and isScanables (exit 0)', async () => {
+    const out = path.join(dir, 'wait');
+    const result = await run([...SMALL, '--prompt', 'a paper lantern', '--seed', '3', '--batch-size', '2', '--wait', '--out', out], { env });
+    expect(result.code, result.err).toBe(0);
+    const [created, ...rest] = result.out.trim().split('\n');
+    const id = created!.split(/\s+/)[0]!;
+    expect(created).toBe(`${id}  generate_qr_art_v5s  2.98 credits`);
+    expect((await readdir(out)).sort()).toEqual([`${id}-0.png`, `${id}-1.png`]);
+    for (const i of [0, 1]) {
+      expect(rest[i]).toMatch(new RegExp(`^${path.join(out, `${id}-${i}.png`)}  scannable: (yes|no)$`));
+      expect(await sharp(path.join(out, `${id}-${i}.png`)).metadata()).toMatchObject({ format: 'png', width: 768, height: 768 });
+    }
+    expect(rest[2]).toMatch(/^isScanables: \[(true|false),(true|false)\]$/);
+    // stderr is not a terminal here: one line per status and per progress update, ending at the last step.
+    expect(result.err).toContain('status: queued');
+    expect(result.err).toContain('status: executed');
+    const steps = [...result.err.matchAll(/^step (\d+)\/(\d+)$/gm)].map((m) => [Number(m[1]), Number(m[2])]);
+    expect(steps.length).toBeGreaterThan(0);
+    expect(steps.at(-1)![0]).toBe(steps.at(-1)![1]);
+  });
+
+  it('--body from stdin with flags over it, --url and --key flags, --json: {record, files}', async () => {
+    const out = path.join(dir, 'json');
+    const body = { workflow: 'generate_qr_art_v5s', prompt: 'from the file', qrContent: 'https://example.com/body', steps: 6, seed: 1 };
+    const result = await run(['--body', '-', '--steps', '4', '--url', stack.baseUrl, '--key', KEY, '--wait', '--json', '--out', out], { stdin: JSON.stringify(body) });
+    expect(result.code, result.err).toBe(0);
+    const { record, files } = JSON.parse(result.out);
+    expect(record).toMatchObject({ status: 'executed', input: { prompt: 'from the file', steps: 4, seed: 1 } });
+    expect(files).toEqual([{ path: path.join(out, `${record.id}-0.png`), url: record.output.images[0], isScannable: record.isScanables[0] }]);
+  });
+
+  it('without --wait: prints the queued prediction and exits 0; v1-v4 bodies get --prompt as qrText and --steps as qrSteps', async () => {
+    const result = await run(['--workflow', 'generate_qr_art_v4s', '--prompt', 'a harbour', '--qr-content', 'hello', '--steps', '10', '--json'], { env });
+    expect(result.code, result.err).toBe(0);
+    expect(JSON.parse(result.out)).toMatchObject({ status: 'queued', credits: 1, input: { qrText: 'a harbour', qrSteps: 10 } });
+  });
+
+  it('a failed prediction exits 1 with its error code and message', async () => {
+    const result = await run([...SMALL, '--prompt', 'nsfwdemo', '--wait', '--out', path.join(dir, 'nsfw')], { env });
+    expect(result.code).toBe(1);
+    expect(result.err).toMatch(/^failed: nsfw_content: NSFW content detected\./m);
+  });
+
+  it('a request the API refuses exits 3 with its message and each field named by its flag', async () => {
+    const result = await run([...SMALL, '--prompt', 'x', '--qr-ratio', '5', '--pattern', 'zz'], { env });
+    expect(result.code).toBe(3);
+    expect(result.err).toContain('(400 invalid_request)');
+    expect(result.err).toMatch(/--qr-ratio must be at most 1/);
+    expect(result.err).toMatch(/--pattern must be one of/);
+    expect(result.err).not.toMatch(/qrRatio|qrCodePartern/);
+
+    const stranger = await run([...SMALL, '--prompt', 'x'], { env: { ...env, QR_ART_API_KEY: 'nobody-0123456789abcdef0123456789' } });
+    expect(stranger.code).toBe(3);
+    expect(stranger.err).toContain('(401 unauthorized)');
+    expect(stranger.err).toContain('QR_ART_API_KEY');
+  });
+
+  it('bad flags exit 2; an unreachable server exits 1', async () => {
+    expect((await run(['--prompt', 'x'], { env })).err).toContain('--workflow is required');
+    const unknown = await run([...SMALL, '--bogus', '1'], { env });
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toContain('--bogus');
+    const noKey = await run([...SMALL, '--prompt', 'x'], { env: { QR_ART_URL: stack.baseUrl } });
+    expect(noKey.code).toBe(2);
+    expect(noKey.err).toContain('QR_ART_API_KEY');
+    await writeFile(path.join(dir, 'list.json'), '[1]');
+    const notObject = await run(['--body', path.join(dir, 'list.json')], { env });
+    expect(notObject.code).toBe(2);
+    expect(notObject.err).toContain('must hold a JSON object');
+
+    const down = await run([...SMALL, '--prompt', 'x', '--url', 'http://127.0.0.1:1'], { env });
+    expect(down.code).toBe(1);
+    expect(down.err).toMatch(/cannot reach http:\/\/127\.0\.0\.1:1/);
+  });
+
+  it.each(WORKFLOWS)('%s: every body field has a flag', (workflow) => {
+    const flagged = new Set(flagsFor(workflow).map((f) => f.field));
+    const fields = Object.keys(requestSchemas[workflow].shape).filter((field) => field !== 'workflow');
+    expect(fields.filter((field) => !flagged.has(field))).toEqual([]);
+  });
+});
