@@ -128,13 +128,11 @@ describe('DiffusionRunner on the demo models', () => {
 
   it('the main thread keeps ticking while the thread generates (heartbeats, health checks)', async () => {
     let last = performance.now();
-    let maxGap = 0;
-    let ticks = 0;
+    const gaps: number[] = [];
     const timer = setInterval(() => {
       const now = performance.now();
-      maxGap = Math.max(maxGap, now - last);
+      gaps.push(now - last);
       last = now;
-      ticks++;
     }, 10);
     const started = performance.now();
     const steps: number[] = [];
@@ -145,9 +143,11 @@ describe('DiffusionRunner on the demo models', () => {
     }
     const ms = performance.now() - started;
     expect(steps).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-    // Run on the main thread, the same generation ticks ~12% of the time with 200 ms gaps.
-    expect(maxGap).toBeLessThan(150);
-    expect(ticks).toBeGreaterThan((ms / 10) * 0.3);
+    // Run on the main thread, the same generation ticks ~12% of the time with 200 ms gaps. One
+    // long gap proves nothing on a loaded 2-core machine (GC, the other test files): most must be short.
+    const sorted = [...gaps].sort((a, b) => a - b);
+    expect(sorted[Math.floor(sorted.length * 0.9)]).toBeLessThan(60);
+    expect(gaps.length).toBeGreaterThan((ms / 10) * 0.3);
   });
 
   it('abort rejects at once; the thread stops at the next step and serves the next job', async () => {
