@@ -8,7 +8,8 @@
  */
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { buildOpenApiDocument, CREATE_EXAMPLES } from '../../src/api/openapi.ts';
+import { buildOpenApiDocument } from '../../src/api/openapi.ts';
+import { CREATE_EXAMPLES } from '../../src/api/openapi-examples.ts';
 import { catalogue } from '../../src/workflows/catalogue.ts';
 import { WORKFLOWS, type WorkflowName } from '../../src/workflows/names.ts';
 import { parseCreateBody } from '../../src/workflows/validate.ts';
