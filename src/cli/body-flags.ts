@@ -3,6 +3,8 @@
  * the CLI commands that validate through parseCreateBody: values go into a body, and the
  * validator's messages come back naming the flag the user typed instead of the JSON field.
  */
+import { catalogue } from '../workflows/catalogue.ts';
+import { isWorkflowName } from '../workflows/names.ts';
 import type { ValidationIssue } from '../workflows/validate.ts';
 
 export interface BodyFlag {
@@ -12,6 +14,40 @@ export interface BodyFlag {
   readonly flag: string;
   /** number: a numeric-looking value is sent as a number so range messages apply; anything else is sent as typed (and refused as a non-number). */
   readonly kind: 'text' | 'number';
+}
+
+/**
+ * The fields of a QR art generation, under their v5 names: v1-v4 bodies call the prompt qrText
+ * and the steps qrSteps (forWorkflow renames them).
+ */
+export const GENERATION_FLAGS: readonly BodyFlag[] = [
+  { field: 'prompt', flag: '--prompt', kind: 'text' },
+  { field: 'qrContent', flag: '--qr-content', kind: 'text' },
+  { field: 'qrImage', flag: '--qr-image', kind: 'text' },
+  { field: 'negativePrompt', flag: '--negative-prompt', kind: 'text' },
+  { field: 'seed', flag: '--seed', kind: 'number' },
+  { field: 'steps', flag: '--steps', kind: 'number' },
+  { field: 'cfg', flag: '--cfg', kind: 'number' },
+  { field: 'qrStrength', flag: '--qr-strength', kind: 'number' },
+  { field: 'model', flag: '--model', kind: 'text' },
+  { field: 'batchSize', flag: '--batch-size', kind: 'number' },
+  { field: 'aspectRatio', flag: '--aspect-ratio', kind: 'text' },
+  { field: 'resolution', flag: '--resolution', kind: 'text' },
+  { field: 'qrX', flag: '--qr-x', kind: 'number' },
+  { field: 'qrY', flag: '--qr-y', kind: 'number' },
+  { field: 'qrRatio', flag: '--qr-ratio', kind: 'number' },
+  { field: 'qrCodePartern', flag: '--pattern', kind: 'text' },
+  { field: 'preset', flag: '--preset', kind: 'text' },
+  { field: 'enhance', flag: '--enhance', kind: 'text' },
+  { field: 'qrRepair', flag: '--qr-repair', kind: 'text' },
+];
+
+/** Flags named after the workflow's own fields: v1-v4 (client image and v4 families) take qrText and qrSteps. */
+export function forWorkflow(flags: readonly BodyFlag[], workflow: string): readonly BodyFlag[] {
+  const family = isWorkflowName(workflow) ? catalogue[workflow].family : undefined;
+  if (family !== 'qr-image' && family !== 'qr-content') return flags;
+  const rename: Record<string, string> = { prompt: 'qrText', steps: 'qrSteps' };
+  return flags.map((f) => (rename[f.field] ? { ...f, field: rename[f.field]! } : f));
 }
 
 /** The parseArgs option name of a flag ('--qr-ratio' → 'qr-ratio'). */

@@ -18,7 +18,7 @@ import { catalogue, ENHANCE_VALUES, isWorkflowName, QR_CODE_PATTERNS, QR_REPAIR_
 import { requestSchemas } from '../workflows/schemas.ts';
 import { ASPECT_RATIOS, RESOLUTIONS } from '../workflows/sizes.ts';
 import { parseCreateBody } from '../workflows/validate.ts';
-import { bodyFromFlags, flagMessages, optionName, type BodyFlag } from './body-flags.ts';
+import { bodyFromFlags, flagMessages, forWorkflow, GENERATION_FLAGS, optionName } from './body-flags.ts';
 
 /** The configuration keys generate reads (a subset of Config; all optional). */
 export interface GenerateConfig {
@@ -69,36 +69,6 @@ Body flags are checked by the API's rules for the workflow.
 
 Exit status: 0 images written, 1 failure, 2 bad flags or input, 3 rejected as NSFW.`;
 
-/** Body flags; prompt and steps map to other fields on v1-v4 (see fieldsFor). */
-const BODY_FLAGS: readonly BodyFlag[] = [
-  { field: 'prompt', flag: '--prompt', kind: 'text' },
-  { field: 'qrContent', flag: '--qr-content', kind: 'text' },
-  { field: 'qrImage', flag: '--qr-image', kind: 'text' },
-  { field: 'negativePrompt', flag: '--negative-prompt', kind: 'text' },
-  { field: 'seed', flag: '--seed', kind: 'number' },
-  { field: 'steps', flag: '--steps', kind: 'number' },
-  { field: 'cfg', flag: '--cfg', kind: 'number' },
-  { field: 'qrStrength', flag: '--qr-strength', kind: 'number' },
-  { field: 'model', flag: '--model', kind: 'text' },
-  { field: 'batchSize', flag: '--batch-size', kind: 'number' },
-  { field: 'aspectRatio', flag: '--aspect-ratio', kind: 'text' },
-  { field: 'resolution', flag: '--resolution', kind: 'text' },
-  { field: 'qrX', flag: '--qr-x', kind: 'number' },
-  { field: 'qrY', flag: '--qr-y', kind: 'number' },
-  { field: 'qrRatio', flag: '--qr-ratio', kind: 'number' },
-  { field: 'qrCodePartern', flag: '--pattern', kind: 'text' },
-  { field: 'preset', flag: '--preset', kind: 'text' },
-  { field: 'enhance', flag: '--enhance', kind: 'text' },
-  { field: 'qrRepair', flag: '--qr-repair', kind: 'text' },
-];
-
-/** v1-v4 bodies call the prompt qrText and the steps qrSteps. */
-function fieldsFor(workflow: string): readonly BodyFlag[] {
-  if (!isWorkflowName(workflow) || catalogue[workflow].family === 'qr-v5') return BODY_FLAGS;
-  const rename: Record<string, string> = { prompt: 'qrText', steps: 'qrSteps' };
-  return BODY_FLAGS.map((f) => (rename[f.field] ? { ...f, field: rename[f.field]! } : f));
-}
-
 function fail(lines: string[], code = 2): number {
   for (const line of lines) console.error(line);
   return code;
@@ -111,7 +81,7 @@ export async function generateCommand(argv: string[], config: GenerateConfig = {
     ({ values } = parseArgs({
       args: argv,
       options: {
-        ...Object.fromEntries(BODY_FLAGS.map((f) => [optionName(f), { type: 'string' as const }])),
+        ...Object.fromEntries(GENERATION_FLAGS.map((f) => [optionName(f), { type: 'string' as const }])),
         workflow: { type: 'string', default: DEFAULT_WORKFLOW },
         out: { type: 'string', default: '.' },
         manifest: { type: 'string' },
@@ -149,7 +119,7 @@ export async function generateCommand(argv: string[], config: GenerateConfig = {
   const threads = intFlag('threads', 1) ?? config.INFERENCE_THREADS;
 
   // Body flags: those the workflow does not take are refused, not silently dropped.
-  const flags = fieldsFor(workflow);
+  const flags = forWorkflow(GENERATION_FLAGS, workflow);
   if (isWorkflowName(workflow)) {
     const accepted = new Set(Object.keys(requestSchemas[workflow].shape));
     for (const f of flags) {

@@ -10,8 +10,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { QrArtApiError, QrArtClient, QrArtConnectionError, type CreateBody, type PredictionRecord } from '../client/index.ts';
-import { catalogue, isWorkflowName } from '../workflows/catalogue.ts';
-import { bodyFromFlags, flagMessages, optionName, type BodyFlag } from './body-flags.ts';
+import { bodyFromFlags, flagMessages, forWorkflow, GENERATION_FLAGS, optionName, type BodyFlag } from './body-flags.ts';
 
 export const DEFAULT_URL = 'http://localhost:8080';
 
@@ -46,27 +45,9 @@ Exit status: 0 created (with --wait: executed), 1 failed (the prediction's error
 are printed) or the server could not be reached, 2 bad flags, 3 the API refused the request (its
 message and each field it names are printed).`;
 
-/** v5 and outpainting names; v1-v4 bodies call the prompt qrText and the steps qrSteps (flagsFor). */
+/** Every workflow's fields: a generation's (v5 names; forWorkflow renames them for v1-v4), the webhook, outpainting's. */
 const BODY_FLAGS: readonly BodyFlag[] = [
-  { field: 'prompt', flag: '--prompt', kind: 'text' },
-  { field: 'qrContent', flag: '--qr-content', kind: 'text' },
-  { field: 'qrImage', flag: '--qr-image', kind: 'text' },
-  { field: 'negativePrompt', flag: '--negative-prompt', kind: 'text' },
-  { field: 'seed', flag: '--seed', kind: 'number' },
-  { field: 'steps', flag: '--steps', kind: 'number' },
-  { field: 'cfg', flag: '--cfg', kind: 'number' },
-  { field: 'qrStrength', flag: '--qr-strength', kind: 'number' },
-  { field: 'model', flag: '--model', kind: 'text' },
-  { field: 'batchSize', flag: '--batch-size', kind: 'number' },
-  { field: 'aspectRatio', flag: '--aspect-ratio', kind: 'text' },
-  { field: 'resolution', flag: '--resolution', kind: 'text' },
-  { field: 'qrX', flag: '--qr-x', kind: 'number' },
-  { field: 'qrY', flag: '--qr-y', kind: 'number' },
-  { field: 'qrRatio', flag: '--qr-ratio', kind: 'number' },
-  { field: 'qrCodePartern', flag: '--pattern', kind: 'text' },
-  { field: 'preset', flag: '--preset', kind: 'text' },
-  { field: 'enhance', flag: '--enhance', kind: 'text' },
-  { field: 'qrRepair', flag: '--qr-repair', kind: 'text' },
+  ...GENERATION_FLAGS,
   { field: 'webhook', flag: '--webhook', kind: 'text' },
   { field: 'image', flag: '--image', kind: 'text' },
   { field: 'image_width', flag: '--image-width', kind: 'number' },
@@ -79,12 +60,7 @@ const BODY_FLAGS: readonly BodyFlag[] = [
 ];
 
 /** The flags of a workflow, named after its body's fields (a workflow this build does not know keeps the v5 names). */
-export function flagsFor(workflow: string): readonly BodyFlag[] {
-  const family = isWorkflowName(workflow) ? catalogue[workflow].family : undefined;
-  if (family !== 'qr-image' && family !== 'qr-content') return BODY_FLAGS;
-  const rename: Record<string, string> = { prompt: 'qrText', steps: 'qrSteps' };
-  return BODY_FLAGS.map((f) => (rename[f.field] ? { ...f, field: rename[f.field]! } : f));
-}
+export const flagsFor = (workflow: string): readonly BodyFlag[] => forWorkflow(BODY_FLAGS, workflow);
 
 export interface PredictEnv {
   readonly QR_ART_URL?: string | undefined;
