@@ -72,7 +72,10 @@ describe('a prediction as server-sent events, through a worker on the demo graph
     expect(steps.at(-1)!.step).toBe(steps.at(-1)!.total);
     // 12 steps, the batch denoised together (more with a refinement pass).
     expect(steps[0]!.total).toBeGreaterThanOrEqual(12);
-    // Progress came before the final record.
+    // Steps come after the record says executing (a client reads a step as "running"), and before the final record.
+    const firstProgress = streamed.events.findIndex((e) => e.event === 'progress');
+    const started = streamed.events.findIndex((e) => e.event === 'prediction' && JSON.parse(e.data).status !== 'queued');
+    expect(started).toBeLessThan(firstProgress);
     const lastProgress = streamed.events.findLastIndex((e) => e.event === 'progress');
     const final = streamed.events.findIndex((e) => e.event === 'prediction' && JSON.parse(e.data).status === 'executed');
     expect(lastProgress).toBeLessThan(final);

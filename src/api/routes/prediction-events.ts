@@ -22,6 +22,8 @@ const APPLY_WAIT_MS = 200;
 const APPLY_WAIT_TRIES = 25;
 
 const isFinal = (record: PredictionRecord): boolean => record.status === 'executed' || record.status === 'failed';
+/** Statuses in the order a prediction goes through them. */
+const RANK: Readonly<Record<PredictionRecord['status'], number>> = { queued: 0, executing: 1, executed: 2, failed: 2 };
 
 /**
  * GET /v1/predictions/{id}/events: the prediction as server-sent events. `prediction` carries
@@ -88,13 +90,29 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
     void (async () => {
       let last = first;
       send('prediction', last);
+      /** How far the workers say the prediction has gone; the record catches up when it is applied. */
+      let heardRank = RANK[last.status];
+      /** The newest step not sent yet (an older one adds nothing). */
+      let step: { step: number; total: number } | undefined;
+      /** Takes what was heard; true when anything was. */
+      const take = (): boolean => {
+        const heard = updates.splice(0);
+        for (const update of heard) {
+          if (update.kind === 'progress') step = { step: update.step, total: update.total };
+          else heardRank = Math.max(heardRank, RANK[update.status]);
+        }
+        return heard.length > 0;
+      };
+      const sendStep = (): void => {
+        if (step) send('progress', step);
+        step = undefined;
+      };
       /** Reads the record; sends it when its status moved. */
-      const refresh = async (): Promise<boolean> => {
+      const refresh = async (): Promise<void> => {
         const record = await getPrediction(db, userId, id);
-        if (!record || record.status === last.status) return false;
+        if (!record || record.status === last.status) return;
         last = record;
         send('prediction', record);
-        return true;
       };
       try {
         while (!ended && !isFinal(last)) {
@@ -105,18 +123,19 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
             });
             wake = undefined;
           }
-          const heard = updates.splice(0);
-          for (const update of heard) if (update.kind === 'progress') send('progress', { step: update.step, total: update.total });
+          const heard = take();
           if (ended) break;
-          if (!heard.some((update) => update.kind === 'status')) {
-            if (heard.length === 0) await refresh();
-            continue;
-          }
-          // A worker published a status: wait for it to be applied, passing progress on meanwhile.
-          for (let i = 0; i < APPLY_WAIT_TRIES && !ended && !(await refresh()); i++) {
+          // A worker published a status the record does not show yet: wait for it to be applied,
+          // holding the steps meanwhile, so that a client sees `executing` before its steps.
+          for (let i = 0; i < APPLY_WAIT_TRIES && !ended && RANK[last.status] < heardRank; i++) {
+            await refresh();
+            if (RANK[last.status] >= heardRank) break;
             await new Promise((resolve) => setTimeout(resolve, APPLY_WAIT_MS));
-            for (const update of updates.splice(0)) if (update.kind === 'progress') send('progress', { step: update.step, total: update.total });
+            take();
           }
+          sendStep();
+          // Nothing heard for a while: read anyway (a message lost while NATS reconnected).
+          if (!heard) await refresh();
         }
       } catch (error) {
         // The database went away mid-stream: the client reconnects or polls, as after any drop.
