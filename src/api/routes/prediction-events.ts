@@ -98,8 +98,14 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
       const take = (): boolean => {
         const heard = updates.splice(0);
         for (const update of heard) {
-          if (update.kind === 'progress') step = { step: update.step, total: update.total };
-          else heardRank = Math.max(heardRank, RANK[update.status]);
+          // A step means the job runs, even when it outran the worker's `executing` (a JetStream
+          // publish, which may reach the server after the core-NATS step).
+          if (update.kind === 'progress') {
+            step = { step: update.step, total: update.total };
+            heardRank = Math.max(heardRank, RANK.executing);
+          } else {
+            heardRank = Math.max(heardRank, RANK[update.status]);
+          }
         }
         return heard.length > 0;
       };
