@@ -29,8 +29,11 @@ const readerOptions: ReaderOptions = {
 
 let zxingReady: Promise<unknown> | undefined;
 
-/** The zxing module, instantiated once per process from the package's own .wasm file. */
-function zxingModule(): Promise<unknown> {
+/**
+ * The zxing module, instantiated once per process from the package's own .wasm file. Await it
+ * before calling zxing-wasm's readBarcodes directly (locate.ts reads positions and symbols).
+ */
+export function zxingModule(): Promise<unknown> {
   zxingReady ??= (async () => {
     const require = createRequire(import.meta.url);
     const bytes = readFileSync(require.resolve('zxing-wasm/reader/zxing_reader.wasm'));
@@ -55,7 +58,8 @@ export async function zxingDecode(luma: LumaImage): Promise<string[]> {
   return results.filter((r) => r.isValid).map((r) => r.text);
 }
 
-function pgm(luma: LumaImage): Uint8Array {
+/** A luminance image as a binary PGM file: what readBarcodes takes without a JS colour pass. */
+export function pgm(luma: LumaImage): Uint8Array {
   const header = new TextEncoder().encode(`P5\n${luma.width} ${luma.height}\n255\n`);
   const file = new Uint8Array(header.length + luma.data.length);
   file.set(header);
