@@ -160,7 +160,7 @@ export function predictionExample(workflow: WorkflowName, status: 'queued' | 'ex
     completedAt: done ? '2025-06-01T12:00:09.800Z' : null,
     status,
     input,
-    output: done ? { images } : '',
+    output: done ? { images, scanRobustness: images.map(() => 1) } : '',
     error: null,
     refunded: false,
     creditType: 'API_CREDITS',

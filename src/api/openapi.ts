@@ -68,10 +68,10 @@ const record = {
     input: { type: 'object', description: 'the normalized request, defaults filled in and seed resolved' },
     output: {
       description:
-        '"" while queued or executing; {"images":[url,…]} when executed (outpainting without a prompt adds "caption", the text used as the prompt); "NSFW contents detected!" when rejected for NSFW',
+        '"" while queued or executing; {"images":[url,…]} when executed (QR workflows add "scanRobustness", per image the share of simulated phone captures that read the code; outpainting without a prompt adds "caption", the text used as the prompt); "NSFW contents detected!" when rejected for NSFW',
       oneOf: [
         { type: 'string' },
-        { type: 'object', properties: { images: { type: 'array', items: { type: 'string', format: 'uri' } }, caption: { type: 'string' } }, required: ['images'] },
+        { type: 'object', properties: { images: { type: 'array', items: { type: 'string', format: 'uri' } }, caption: { type: 'string' }, scanRobustness: { type: 'array', items: { type: 'number', minimum: 0, maximum: 1 } } }, required: ['images'] },
       ],
     },
     error: {

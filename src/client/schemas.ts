@@ -22,6 +22,8 @@ export const PredictionOutputSchema = z.object({
   images: z.array(z.string()),
   /** Outpainting without a prompt: the caption that was used as the prompt. */
   caption: z.string().optional(),
+  /** QR workflows: per image, the share (0..1) of simulated phone captures that read the code. */
+  scanRobustness: z.array(z.number()).optional(),
 });
 export type PredictionOutput = z.infer<typeof PredictionOutputSchema>;
 

@@ -40,6 +40,11 @@ export const PredictionOutput = z.object({
   images: z.array(z.string().min(1)).min(1),
   /** Outpainting without a prompt: the captioner's description of the image, used as the prompt. */
   caption: z.string().max(MAX_CAPTION_LENGTH).optional(),
+  /**
+   * QR workflows: per image, in the order of `images`, the share (0..1) of the scan check's
+   * simulated phone captures that read the code (docs/scan-repair.md).
+   */
+  scanRobustness: z.array(z.number().min(0).max(1)).optional(),
 });
 export type PredictionOutput = z.infer<typeof PredictionOutput>;
 
@@ -68,6 +73,8 @@ export const StatusEvent = z.discriminatedUnion('status', [
     /** Object-store names of the output images, in request order; the API turns them into URLs. */
     images: z.array(z.string().regex(/^[A-Za-z0-9_-]{16,64}\.(png|jpg|webp)$/)).min(1),
     isScanables: z.array(z.boolean()),
+    /** Per image, the share of simulated phone captures that read it (QR workflows; absent from older workers). */
+    scanRobustness: z.array(z.number().min(0).max(1)).optional(),
     /** Outpainting without a prompt: the caption that was used as the prompt. */
     caption: z.string().max(MAX_CAPTION_LENGTH).optional(),
   }),

@@ -307,12 +307,20 @@ export type Transition =
   | { status: 'executed'; at: string; startedAt?: string | undefined; output: PredictionOutput; isScanables: boolean[] }
   | { status: 'failed'; at: string; startedAt?: string | undefined; error: PredictionError; refund: boolean; output?: string };
 
+function outputOf(event: Extract<StatusEvent, { status: 'executed' }>, fileUrl: (name: string) => string): PredictionOutput {
+  return {
+    images: event.images.map(fileUrl),
+    ...(event.caption !== undefined ? { caption: event.caption } : {}),
+    ...(event.scanRobustness !== undefined ? { scanRobustness: event.scanRobustness } : {}),
+  };
+}
+
 export function transitionFromEvent(event: StatusEvent, fileUrl: (name: string) => string): Transition {
   switch (event.status) {
     case 'executing':
       return { status: 'executing', at: event.at };
     case 'executed':
-      return { status: 'executed', at: event.at, startedAt: event.startedAt, output: { images: event.images.map(fileUrl), ...(event.caption !== undefined ? { caption: event.caption } : {}) }, isScanables: event.isScanables };
+      return { status: 'executed', at: event.at, startedAt: event.startedAt, output: outputOf(event, fileUrl), isScanables: event.isScanables };
     case 'failed':
       // The spec fixes the NSFW error text and output; a worker cannot change them.
       return event.nsfw

@@ -7,7 +7,7 @@ import { JobMessage, NSFW_ERROR, type StatusEventInput } from '../queue/schemas.
 import { CONSUMERS, STREAMS, subjects } from '../queue/subjects.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { progressPublisher } from './progress-publisher.ts';
-import { DeviceFaultError, JobInputError, type JobRunner, type RunOutcome } from './runner.ts';
+import { DeviceFaultError, JobInputError, type JobRunner, type RenderedImage, type RunOutcome } from './runner.ts';
 
 export interface WorkerDaemonOptions {
   queue: Queue;
@@ -137,6 +137,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
           workerId,
           images: names,
           isScanables: outcome.images.flatMap((image) => (image.isScannable === undefined ? [] : [image.isScannable])),
+          ...scanRobustnessOf(outcome.images),
           ...(outcome.caption !== undefined ? { caption: outcome.caption } : {}),
         });
         finished('executed');
@@ -233,4 +234,10 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
       abort.abort();
     },
   };
+}
+
+/** The executed event's scanRobustness: present only when every image has a figure (a QR job). */
+function scanRobustnessOf(images: readonly RenderedImage[]): { scanRobustness?: number[] } {
+  const figures = images.flatMap((image) => (image.scanRobustness === undefined ? [] : [image.scanRobustness]));
+  return figures.length > 0 && figures.length === images.length ? { scanRobustness: figures } : {};
 }

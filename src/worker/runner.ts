@@ -7,6 +7,8 @@ export interface RenderedImage {
   extension: 'png' | 'jpg' | 'webp';
   /** Absent for outputs that carry no code (outpainting). */
   isScannable?: boolean;
+  /** Share of the scan check's simulated phone captures that read the code (with isScannable). */
+  scanRobustness?: number;
 }
 
 export type RunOutcome =

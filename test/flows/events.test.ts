@@ -153,6 +153,15 @@ describe('status events from workers', () => {
     expect(executed.input).not.toHaveProperty('prompt');
   });
 
+  it('the scan robustness of each image travels from the executed event into output, in image order', async () => {
+    const { id } = await create(2);
+    const names = [imageName(), imageName()];
+    await publishEvent(worker.js, { predictionId: id, status: 'executed', at: new Date().toISOString(), workerId: WORKER, images: names, isScanables: [true, false], scanRobustness: [1, 0.25] });
+    const executed = await until(id, 'executed');
+    expect(executed.output).toEqual({ images: names.map((name) => `${FILES}/v1/files/${name}`), scanRobustness: [1, 0.25] });
+    expect(executed.isScanables).toEqual([true, false]);
+  });
+
   it('a failure refunds the charge exactly once, even when the failed event arrives three times with different message ids', async () => {
     const balanceBefore = await balanceOf(stack.api.db, 'erin');
     const created = await create();
