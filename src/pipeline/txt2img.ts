@@ -63,8 +63,8 @@ export interface Txt2ImgRequest {
   readonly refine?: { readonly strength?: number; readonly maxPixels?: number } | false;
 }
 
-/** The img2img passes that run after generation: refinement (upscaling) and the face pass. */
-export type PassPrefix = 'refine_' | 'face_';
+/** The img2img passes that run after generation: refinement (upscaling), the face pass and the code regeneration. */
+export type PassPrefix = 'refine_' | 'face_' | 'code_';
 type PassStage = 'vae_encode' | DenoiserStage | 'scheduler' | 'vae_decode';
 
 export type Txt2ImgStage = 'text_encoder' | 'control_planes' | DenoiserStage | 'scheduler' | 'vae_decode' | 'upscale' | `${PassPrefix}${PassStage}` | 'resize' | 'total';
