@@ -6,6 +6,7 @@ const BENCHES: Record<string, string> = {
   qr: './qr.ts',
   scale: './scale.ts',
   scan: './scan.ts',
+  'scan-regen': './scan-regen.ts',
   worker: './worker.ts',
 };
 
