@@ -1,7 +1,8 @@
 /**
  * The side files of an encoder–decoder captioner export (ViT-GPT2, BLIP, the demo captioner),
  * read once at start: tokenizer.json (to turn generated ids back into text),
- * generation_config.json / config.json (start and end ids, length cap, beams) and
+ * generation_config.json / config.json (start and end ids, length cap, beams, and the repetition
+ * settings decoding honours: caption-scores.ts) and
  * preprocessor_config.json (input size and normalisation). They lie beside the decoder graph, as
  * optimum writes them (docs/models.md §2.4).
  *
@@ -11,6 +12,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { ScoreRules } from './caption-scores.ts';
 import { bytesToUnicode } from './tokenizer.ts';
 
 export type TokenJoin = 'byte_level' | 'wordpiece' | 'metaspace' | 'words';
@@ -31,6 +33,8 @@ export interface CaptionerConfig {
   readonly numBeams: number;
   /** Length penalty of beam search (HF: score / length^penalty). */
   readonly lengthPenalty: number;
+  /** How the decoder's scores are changed before each choice (repetition_penalty, no_repeat_ngram_size, min_length, min_new_tokens). */
+  readonly rules: ScoreRules;
   readonly image: CaptionImageConfig;
 }
 
@@ -185,6 +189,10 @@ export async function loadCaptionerConfig(dir: string): Promise<CaptionerConfig>
   const maxLength = pick('max_length');
   const beams = pick('num_beams');
   const penalty = pick('length_penalty');
+  const repetition = pick('repetition_penalty');
+  const ngram = pick('no_repeat_ngram_size');
+  const minLength = pick('min_length');
+  const minNew = pick('min_new_tokens');
   const special = new Set([...tok.special, startId, ...eosIds, ...(pad === undefined ? [] : [pad])]);
   return {
     dir,
@@ -195,6 +203,14 @@ export async function loadCaptionerConfig(dir: string): Promise<CaptionerConfig>
     maxNewTokens: isId(maxNew) && maxNew > 0 ? maxNew : isId(maxLength) && maxLength > 1 ? maxLength - 1 : DEFAULT_MAX_NEW_TOKENS,
     numBeams: isId(beams) && beams > 0 ? beams : 1,
     lengthPenalty: typeof penalty === 'number' ? penalty : 1,
+    // transformers' defaults (1, 0, 0, 0) turn each rule off; a bad value is ignored the same way.
+    rules: {
+      eosIds,
+      repetitionPenalty: typeof repetition === 'number' && repetition > 0 ? repetition : 1,
+      noRepeatNgramSize: isId(ngram) ? ngram : 0,
+      minLength: isId(minLength) ? minLength : 0,
+      minNewTokens: isId(minNew) ? minNew : 0,
+    },
     image: parsePreprocessor(await readJson(join(dir, 'preprocessor_config.json'), false)),
   };
 }

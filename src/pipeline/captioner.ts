@@ -8,11 +8,16 @@
  * decoding is beam search with one beam; with more, the beams of a step run as one batch.
  * Ties between equal scores go to the lower token id, so the caption is a pure function of the
  * image and the graphs.
+ *
+ * The export's repetition settings (caption-scores.ts) change each step's scores as transformers'
+ * generate() does: on the raw logits when greedy, on the log-probabilities with beams (and those
+ * changed log-probabilities are what a beam's score sums). A banned token is never chosen.
  */
 import type ort from 'onnxruntime-node';
 import { resizeImage } from '../image/decode.ts';
 import type { RawImage } from '../image/raw.ts';
 import { decodeCaption, type CaptionerConfig } from './caption-config.ts';
+import { applyScoreRules, type ScoreRules } from './caption-scores.ts';
 import { GraphSessionError, type GraphSession } from './graph-session.ts';
 import type { ModelSessions } from './sessions.ts';
 import { floatTensor, idsTensor, toFloat32 } from './tensors.ts';
@@ -22,6 +27,8 @@ export interface CaptionOptions {
   readonly maxTokens?: number;
   /** 1 = greedy (default: the export's num_beams, else 1). */
   readonly beams?: number;
+  /** Overrides the export's repetition settings (tests; the worker uses the export's). */
+  readonly rules?: ScoreRules;
   readonly signal?: AbortSignal;
 }
 
@@ -62,14 +69,30 @@ async function pixelValues(image: RawImage, encoder: GraphSession, config: Capti
   return floatTensor(encoder.floatType('pixel_values'), out, [1, 3, height, width]);
 }
 
-/** log-softmax of one row of logits (float64 for stable sums). */
-function logSoftmax(row: Float32Array): Float64Array {
+/** log-softmax of one row of scores (float64 for stable sums); banned (−∞) entries stay −∞. */
+function logSoftmax(row: ArrayLike<number>): Float64Array {
   let max = -Infinity;
-  for (const v of row) if (v > max) max = v;
+  for (let i = 0; i < row.length; i++) if (row[i]! > max) max = row[i]!;
+  if (max === -Infinity) return Float64Array.from(row);
   let sum = 0;
-  for (const v of row) sum += Math.exp(v - max);
+  for (let i = 0; i < row.length; i++) sum += Math.exp(row[i]! - max);
   const lse = max + Math.log(sum);
   return Float64Array.from(row, (v) => v - lse);
+}
+
+/** Higher score first, then the lower id; total even with −∞ (a subtraction would give NaN). */
+const byScore = (a: number, b: number, tieA: number, tieB: number): number => (a > b ? -1 : a < b ? 1 : tieA - tieB);
+
+/** One beam's next-token scores: transformers applies the rules to logits when greedy, to log-probabilities with beams. */
+function stepScores(row: Float32Array, ids: readonly number[], rules: ScoreRules, greedy: boolean): Float64Array {
+  if (!greedy) {
+    const lp = logSoftmax(row);
+    applyScoreRules(lp, ids, rules);
+    return lp;
+  }
+  const logits = Float64Array.from(row);
+  applyScoreRules(logits, ids, rules);
+  return logSoftmax(logits);
 }
 
 /** The caption of `image` (any size, RGB or grey). */
@@ -79,6 +102,7 @@ export async function captionImage(image: RawImage, model: ModelSessions, option
   const beams = options.beams ?? config.numBeams;
   if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new RangeError(`maxTokens must be a positive integer, got ${maxTokens}`);
   if (!Number.isInteger(beams) || beams < 1) throw new RangeError(`beams must be a positive integer, got ${beams}`);
+  const rules = options.rules ?? config.rules;
   options.signal?.throwIfAborted();
 
   const enc = await encoder.run({ pixel_values: await pixelValues(image, encoder, config) }, ['last_hidden_state']);
@@ -123,11 +147,13 @@ export async function captionImage(image: RawImage, model: ModelSessions, option
     // Candidates: each beam's best `2·beams` continuations (enough that `beams` survive the ended ones).
     const candidates: { beam: number; token: number; logp: number }[] = [];
     alive.forEach((b, i) => {
-      const lp = logSoftmax(logits.subarray((i * t + t - 1) * vocab, (i * t + t) * vocab));
-      const order = Array.from(lp.keys()).sort((x, y) => lp[y]! - lp[x]! || x - y);
-      for (const token of order.slice(0, 2 * beams)) candidates.push({ beam: i, token, logp: b.logp + lp[token]! });
+      const lp = stepScores(logits.subarray((i * t + t - 1) * vocab, (i * t + t) * vocab), b.ids, rules, beams === 1);
+      const order = Array.from(lp.keys()).sort((x, y) => byScore(lp[x]!, lp[y]!, x, y));
+      for (const token of order.slice(0, 2 * beams)) {
+        if (lp[token] !== -Infinity) candidates.push({ beam: i, token, logp: b.logp + lp[token]! });
+      }
     });
-    candidates.sort((x, y) => y.logp - x.logp || x.beam - y.beam || x.token - y.token);
+    candidates.sort((x, y) => byScore(x.logp, y.logp, x.beam, y.beam) || x.token - y.token);
     const next: Beam[] = [];
     for (const c of candidates) {
       if (next.length === beams) break;
