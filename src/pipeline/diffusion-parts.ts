@@ -2,10 +2,12 @@
  * The pieces every Stable Diffusion run here is made of (txt2img, its refinement and face
  * passes, outpainting): a stage clock, the [negative ‖ prompt] text encoding and the VAE in both
  * directions (classifier-free guidance lives with the denoisers). One version of each, so a change to how a graph is
- * fed reaches every pipeline.
+ * fed reaches every pipeline, and so does the check that a decoded image holds only finite values.
  */
 import type { RawImage } from '../image/raw.ts';
 import type { TextConditioning } from './denoisers.ts';
+import type { GraphSession } from './graph-session.ts';
+import { allFinite, NonFiniteOutputError } from './non-finite.ts';
 import type { ModelSessions } from './sessions.ts';
 import { floatTensor, idsTensor, toFloat32, unpackRgbPlanar } from './tensors.ts';
 import { canvasTiles, cropPlanes, TileBlender, tileWeights, type LatentTiling } from './tiles.ts';
@@ -81,12 +83,32 @@ export async function vaeDecode(model: ModelSessions, latents: Float32Array, h: 
   return unpackRgbPlanar(blender.finish(), 0, 8 * w, 8 * h);
 }
 
-/** Latents [4,h,w] → RGB planes [3,8h,8w] in [-1,1]. */
+/**
+ * Latents [4,h,w] → RGB planes [3,8h,8w] in [-1,1]. A decoder output with NaN or Inf (an fp16
+ * decoder that overflowed) is decoded again with the model's vae_decoder_fp32 when it has one;
+ * otherwise, or when that fails too, the decode throws NonFiniteOutputError instead of letting
+ * the NaN become a black image.
+ */
 async function vaeDecodeOnce(model: ModelSessions, latents: Float32Array, h: number, w: number): Promise<Float32Array> {
-  const vae = model.graphs.vae_decoder;
+  // Non-finite latents come from the denoiser: no decoder can help, so say where they came from.
+  if (!allFinite(latents)) throw new NonFiniteOutputError(`model '${model.id}': the denoiser gave non-finite latents (NaN or Inf), as an fp16 UNet that overflows does`);
   const k = 1 / model.spec.latentScale;
   const scaled = new Float32Array(latents.length);
   for (let i = 0; i < scaled.length; i++) scaled[i] = latents[i]! * k;
+  const pixels = await runVaeDecoder(model.graphs.vae_decoder, scaled, h, w);
+  if (allFinite(pixels)) return pixels;
+  const fp32 = model.graphs.vae_decoder_fp32;
+  if (!fp32) {
+    throw new NonFiniteOutputError(
+      `model '${model.id}': the VAE decoder gave non-finite pixels (NaN or Inf, as an fp16 decoder that overflows does) and the model names no graphs.vae_decoder_fp32 to decode them again`,
+    );
+  }
+  const again = await runVaeDecoder(fp32, scaled, h, w);
+  if (allFinite(again)) return again;
+  throw new NonFiniteOutputError(`model '${model.id}': both VAE decoders (vae_decoder and vae_decoder_fp32) gave non-finite pixels (NaN or Inf)`);
+}
+
+async function runVaeDecoder(vae: GraphSession, scaled: Float32Array, h: number, w: number): Promise<Float32Array> {
   const out = await vae.run({ latent_sample: floatTensor(vae.floatType('latent_sample'), scaled, [1, 4, h, w]) }, ['sample']);
   const img = out.sample!;
   const [, c, H, W] = img.dims;

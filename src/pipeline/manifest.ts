@@ -24,6 +24,7 @@ export const GRAPH_ROLES = [
   'unet',
   'controlnet',
   'vae_decoder',
+  'vae_decoder_fp32',
   'vae_encoder',
   'unet_inpaint',
   'safety_checker',
@@ -69,9 +70,14 @@ const GraphsSchema = z
     unet: GraphSpecSchema.optional(),
     controlnet: GraphSpecSchema.optional(),
     vae_decoder: GraphSpecSchema,
-  vae_encoder: GraphSpecSchema.optional(),
-  unet_inpaint: GraphSpecSchema.optional(),
-  safety_checker: GraphSpecSchema.optional(),
+    /**
+     * A float32 VAE decoder to decode again with when vae_decoder (an fp16 export) overflows to
+     * NaN or Inf; without one such a decode fails the job (diffusion-parts.ts).
+     */
+    vae_decoder_fp32: GraphSpecSchema.optional(),
+    vae_encoder: GraphSpecSchema.optional(),
+    unet_inpaint: GraphSpecSchema.optional(),
+    safety_checker: GraphSpecSchema.optional(),
     captioner_encoder: GraphSpecSchema.optional(),
     captioner_decoder: GraphSpecSchema.optional(),
   })

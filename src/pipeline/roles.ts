@@ -81,6 +81,11 @@ export const ROLE_CONTRACTS: Readonly<Record<GraphRole, RoleContract>> = {
     outputs: [latent('noise_pred', [4])],
   },
   vae_decoder: { inputs: [latent('latent_sample', [4])], outputs: [image('sample')] },
+  // The fallback for an fp16 decoder that overflows: float32 through and through, or it would overflow the same way.
+  vae_decoder_fp32: {
+    inputs: [{ ...latent('latent_sample', [4]), types: ['float32'] }],
+    outputs: [{ ...image('sample'), types: ['float32'] }],
+  },
   // Older optimum exports give `latent_sample` (4 ch), newer ones `latent_parameters` (mean ‖ logvar, 8 ch).
   vae_encoder: { inputs: [image('sample')], outputs: [latent('latent_sample', [4, 8])] },
   safety_checker: {

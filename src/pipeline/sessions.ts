@@ -5,7 +5,8 @@
  * Which graphs load: the text encoder and VAE decoder of every model a workflow uses; its
  * `denoiser` (UNet + ControlNet fused) when it has one, else its `unet` and `controlnet`; its
  * `unet` as well when a workflow pairs it with one of the manifest's extra `controlnets`; and
- * the optional graphs (VAE encoder, inpainting UNet, safety checker, captioner) it lists.
+ * the optional graphs (fp32 VAE decoder, VAE encoder, inpainting UNet, safety checker, captioner)
+ * it lists.
  *
  * The provider is the operator's: a session that cannot be created on it stops the start with
  * the graph and the cause (providers.ts); with an explicit CPU fallback every graph is created
@@ -39,7 +40,7 @@ import type { V5Model } from '../workflows/catalogue.ts';
 import type { WorkflowName } from '../workflows/names.ts';
 
 /** The optional graphs a model may list; `roles` in SessionOptions picks among them. */
-const OPTIONAL_ROLES: readonly GraphRole[] = ['vae_encoder', 'unet_inpaint', 'safety_checker', 'captioner_encoder', 'captioner_decoder'];
+const OPTIONAL_ROLES: readonly GraphRole[] = ['vae_decoder_fp32', 'vae_encoder', 'unet_inpaint', 'safety_checker', 'captioner_encoder', 'captioner_decoder'];
 
 export interface SessionOptions {
   readonly executionProvider: ExecutionProvider;

@@ -39,6 +39,9 @@ export async function warmUp(sessions: PipelineSessions, sizes: WarmUpSizes, log
       if (m.graphs.vae_encoder) await vaeEncode(m, new Float32Array(3 * size.width * size.height), size.width, size.height);
       if (m.graphs.unet_inpaint) await warmInpaint(m.graphs.unet_inpaint, text.hidden, h, w);
     }
+    // The fp32 decoder is a fallback: one small run proves it executes; a fallback decode pays its own kernel selection.
+    const fp32 = m.graphs.vae_decoder_fp32;
+    if (fp32) await fp32.run({ latent_sample: zeros(fp32, 'latent_sample', [1, 4, 8, 8]) });
     await warmChecker(m);
     await warmCaptioner(m);
     log.info({ model: m.id, provider: sessions.provider.provider, sizes: generated.map((s) => `${s.width}x${s.height}`), ms: Math.round(performance.now() - started) }, 'model sessions warmed up');

@@ -54,9 +54,10 @@ export class JobDeadlineError extends Error {
 }
 
 /**
- * What an inference failure means for the job: the pipeline's own range checks (RangeError) and
- * an out-of-memory fail it (refunded: retrying cannot help), a device fault is the device's, and
- * anything else is handed back for another attempt.
+ * What an inference failure means for the job: the pipeline's own range checks (RangeError), an
+ * out-of-memory and an image of NaN/Inf (pipeline/non-finite.ts: another attempt with the same
+ * graphs gives the same) fail it (refunded: retrying cannot help), a device fault is the device's,
+ * and anything else is handed back for another attempt.
  */
 export function asJobError(error: unknown): unknown {
   if (!(error instanceof InferenceRunError)) return error;
@@ -65,5 +66,8 @@ export function asJobError(error: unknown): unknown {
   }
   if (error.fault === 'device') return new DeviceFaultError(error.message);
   if (error.causeName === 'RangeError') return new JobInputError(error.message);
+  if (error.causeName === 'NonFiniteOutputError') {
+    return new JobInputError(`the model produced an unusable image for this request (${error.message})`, 'invalid_model_output');
+  }
   return error;
 }
