@@ -107,6 +107,11 @@ const ModelSpecSchema = z.strictObject({
     })
     .default({ strength: 0.3, maxPixels: 1536 * 1536 }),
   graphs: GraphsSchema,
+  /**
+   * How the model's images are checked for NSFW content: by graphs.safety_checker (the default,
+   * so that graph is required), or not at all, which the manifest must then say: `"checker": "none"`.
+   */
+  nsfw: z.strictObject({ checker: z.enum(['safety_checker', 'none']), comment }).default({ checker: 'safety_checker' }),
 });
 export type ModelSpec = z.infer<typeof ModelSpecSchema>;
 
@@ -234,6 +239,7 @@ export function parseManifest(json: unknown, file: string): Manifest {
   }
   const data = parsed.data;
   const problems: string[] = [];
+  for (const [id, model] of Object.entries(data.models)) problems.push(...nsfwProblems(id, model));
   for (const [where, settings] of workflowEntries(data)) {
     if (!Object.hasOwn(data.models, settings.model)) {
       problems.push(`${where}.model: '${settings.model}' is not one of the models (${Object.keys(data.models).join(', ')})`);
@@ -247,6 +253,20 @@ export function parseManifest(json: unknown, file: string): Manifest {
   }
   if (problems.length > 0) throw new ManifestError(`${shown}: invalid model manifest: ${problems.join('; ')}`);
   return { ...data, file, dir: dirname(resolve(file)) };
+}
+
+/** A model serves unchecked images only when its manifest entry says so; a checker it says it lacks is a contradiction. */
+function nsfwProblems(id: string, model: ModelSpec): string[] {
+  if (model.nsfw.checker === 'safety_checker' && !model.graphs.safety_checker) {
+    return [
+      `models.${id}.graphs.safety_checker: missing, so this model's images would not be checked for NSFW content; ` +
+        `add the graph, or set models.${id}.nsfw to { "checker": "none" } to serve them unchecked`,
+    ];
+  }
+  if (model.nsfw.checker === 'none' && model.graphs.safety_checker) {
+    return [`models.${id}.nsfw.checker: 'none', but graphs.safety_checker is listed; remove one of the two`];
+  }
+  return [];
 }
 
 /** Every workflow setting with its place in the file (for messages and for loading what is used). */

@@ -202,7 +202,8 @@ async function main(port: MessagePort, data: ThreadData): Promise<void> {
     return;
   }
   for (const m of sessions.models.values()) {
-    if (!m.graphs.safety_checker) logger.warn({ model: m.id }, 'no safety_checker graph: images of this model are not checked for NSFW content');
+    // Only a manifest that says so explicitly gets here (manifest.ts refuses a model that just lacks the graph).
+    if (m.spec.nsfw.checker === 'none') logger.warn({ model: m.id }, `models.${m.id}.nsfw.checker is "none": images of this model are not checked for NSFW content`);
   }
   let chain = Promise.resolve();
   port.on('message', (msg: ToThread) => {

@@ -161,6 +161,22 @@ describe('manifest errors name the file and the problem', () => {
     expect(String(err)).toMatch(/workflows\.generate_qr_art_v5\.niji\.controlnet: 'monster-v2' is not one of the controlnets/);
   });
 
+  it('a model without a safety checker, unless the manifest says explicitly that its images go unchecked', async () => {
+    const lacking = await variant('no-checker', (m) => delete m.models['demo-sd15'].graphs.safety_checker);
+    await expect(loadManifest(lacking)).rejects.toThrow(
+      /no-checker\.json: invalid model manifest: models\.demo-sd15\.graphs\.safety_checker: missing, so this model's images would not be checked for NSFW content; add the graph, or set models\.demo-sd15\.nsfw to \{ "checker": "none" \}/,
+    );
+    const unchecked = await variant('unchecked', (m) => {
+      delete m.models['demo-sd15'].graphs.safety_checker;
+      m.models['demo-sd15'].nsfw = { checker: 'none', comment: 'internal previews only' };
+    });
+    expect((await loadManifest(unchecked)).models['demo-sd15']!.nsfw.checker).toBe('none');
+    const both = await variant('both', (m) => (m.models['demo-sd15'].nsfw = { checker: 'none' }));
+    await expect(loadManifest(both)).rejects.toThrow(/models\.demo-sd15\.nsfw\.checker: 'none', but graphs\.safety_checker is listed/);
+    const typo = await variant('nsfw-typo', (m) => (m.models['demo-sd15'].nsfw = { checker: 'off' }));
+    await expect(loadManifest(typo)).rejects.toThrow(/models\.demo-sd15\.nsfw\.checker/);
+  });
+
   it('a graph file that does not exist', async () => {
     const file = await variant('missing-graph', (m) => (m.models['demo-sd15'].graphs.denoiser.path = join(dir, 'weights/denoiser/model.onnx')));
     await expect(createSessions(await loadManifest(file), cpu)).rejects.toThrow(/weights\/denoiser\/model\.onnx: file not found \(named in .*missing-graph\.json\)/);
