@@ -79,6 +79,15 @@ export function encodeQr(content: string, level: ErrorCorrectionLevel = 'H'): Qr
     }
     throw error;
   }
+  return matrixOfSymbol(code, level);
+}
+
+/**
+ * A symbol made by the `qrcode` package as our matrix. encodeQr's symbols go through it, and so do
+ * symbols made with a forced version, mask or segments (locate.ts re-encodes a client's code as
+ * its own encoder made it).
+ */
+export function matrixOfSymbol(code: QRCode.QRCode, level: ErrorCorrectionLevel): QrMatrix {
   const { size } = code.modules;
   const dark = Uint8Array.from(code.modules.data as ArrayLike<number>, (v) => (v ? 1 : 0));
   return Object.freeze({ size, version: code.version, errorCorrectionLevel: level, dark, role: moduleRoles(size, code.version, code.modules.reservedBit as ArrayLike<number>) });
