@@ -11,10 +11,17 @@
  *   in  input_ids             int32   [B,77]      CLIP ids; bos 49406, eos/pad 49407
  *   out last_hidden_state     float32 [B,77,768]
  *       pooler_output         float32 [B,768]     mean over the 77 positions
+ *       hidden_states.0 … .2  float32 [B,77,768]  as optimum names them with output_hidden_states:
+ *                                                 the embeddings and two "layers" (for clipSkip)
  *   Channels 0..15 of each token are structured (read by the demo UNet):
  *     0-3 colour A (diffusion-space latent), 4-7 colour B (a second shade), 8 content flag
  *     (0 for bos/eos), 9-12 pattern parameters, 13 NSFW flag, 14 colour-word flag, 15 hash.
- *   Channels 16..767: sin(id·f_k + φ_k) + a small position term, so every id differs.
+ *   Channels 16..767: sin(id·f_k + φ_k) + a small position term, so every id differs, shifted
+ *   and scaled per token so the whole 768-vector has mean 0 and variance 1. That makes CLIP's
+ *   relation hold: last_hidden_state = hidden_states.2 = LayerNorm(hidden_states.2) (scale 1,
+ *   bias 0, to float rounding), with channels 0..15 passed exactly. hidden_states.1, the
+ *   penultimate layer (clipSkip 2), has colours A and B swapped and the pattern parameters
+ *   negated; hidden_states.0 has zeros in channels 0..15.
  *   Colour words (fixed palettes; other ids hash to a colour): red 49390, orange 49391,
  *   yellow 49392, green 49393, cyan 49394, blue 49395, purple 49396, pink 49397, brown 49398,
  *   white 49399, grey 49400, black 49401 (COLOUR_TOKEN_IDS). NSFW trigger: id 49405
@@ -43,8 +50,8 @@
  *   in  sample [B,9,h,w] = latents(4) ‖ mask(1, 1 = repaint) ‖ masked-image latents(4),
  *       timestep, encoder_hidden_states          (no residual inputs)
  *   out out_sample            float32 [B,4,h,w]
- *   Timestep: float32 of the SD1.5 discrete scale 0..999; fractional values (Karras sigmas)
- *   interpolate log σ between neighbours, as diffusers' _sigma_to_t inverts. The UNet predicts
+ *   Timestep: float32 of the SD1.5 discrete scale 0..999; fractional values (Euler a's
+ *   linspace timesteps) interpolate log σ between neighbours, as diffusers' _sigma_to_t inverts. The UNet predicts
  *   eps = (x − √ᾱ·x0)/√(1−ᾱ) for x0 = target + k_t·P(x − √ᾱ·target): `target` is the smooth
  *   prompt field (two colours blended by a low-frequency sinusoid whose frequencies come from
  *   the prompt) + the control luminance (weighted channel means of the 13 residuals, so
@@ -469,7 +476,27 @@ function residualVector(channels: number, index: number): number[] {
 // ---------------------------------------------------------------------------------------------
 // Graphs
 
-export function buildTextEncoder(): Uint8Array {
+/**
+ * concat(structured, hash part) with the hash part standardised and then shifted and scaled per
+ * token so that the whole vector has mean 0 and variance 1 (what a layer norm outputs): with
+ * S1, S2 the sum and sum of squares of the structured channels and r̂ the standardised hash,
+ * the hash part is a·r̂ + c with c = −S1/n and a = √((768 − S2)/n − c²).
+ */
+function unitTokens(g: GraphBuilder, structured: Value, hashed: Value): Value {
+  const n = TEXT_HIDDEN - 16;
+  const mean = g.op('ReduceMean', [hashed], { axes: [2], keepdims: 1 });
+  const centred = g.sub(hashed, mean);
+  const std = g.op('Sqrt', [g.op('ReduceMean', [g.mul(centred, centred)], { axes: [2], keepdims: 1 })]);
+  const rHat = g.div(centred, g.op('Max', [std, g.f(1e-6)]));
+  const s1 = g.reduceSum(structured, [2]);
+  const s2 = g.reduceSum(g.mul(structured, structured), [2]);
+  const c = g.mul(s1, g.f(-1 / n));
+  const a = g.op('Sqrt', [g.op('Max', [g.sub(g.div(g.sub(g.f(TEXT_HIDDEN), s2), g.f(n)), g.mul(c, c)), g.f(1e-6)])]);
+  return g.op('Concat', [structured, g.add(g.mul(rHat, a), c)], { axis: 2 });
+}
+
+/** The demo CLIP text encoder; `hiddenStates` false leaves out hidden_states.* (optimum's default SD export). */
+export function buildTextEncoder(options: { hiddenStates?: boolean } = {}): Uint8Array {
   const g = new GraphBuilder('text_encoder');
   const ids = g.input('input_ids', 'int32', ['batch', TEXT_LENGTH]);
   const ids3 = g.unsqueeze(ids, [2]); // [B,77,1]
@@ -494,10 +521,18 @@ export function buildTextEncoder(): Uint8Array {
   const colour = g.add(wordColour, g.mul(g.sub(g.f(1), isColour), hashSin(8, 3)));
   const content = g.cast(g.op('Less', [ids3, g.constI32(undefined, [], [BOS_ID])]), 'float32');
   const nsfw = g.cast(g.op('Equal', [ids3, g.constI32(undefined, [], [NSFW_TRIGGER_ID])]), 'float32');
-  const structured = g.op('Concat', [colour, content, hashSin(4, 5), nsfw, isColour, hashSin(1, 9)], { axis: 2 });
-  const hidden = g.op('Concat', [structured, hashed], { axis: 2 });
+  const pattern = hashSin(4, 5);
+  const hash = hashSin(1, 9);
+  const structured = g.op('Concat', [colour, content, pattern, nsfw, isColour, hash], { axis: 2 });
+  const hidden = unitTokens(g, structured, hashed);
   g.output(hidden, 'last_hidden_state', 'float32', EHS_DIMS);
   g.output(g.op('ReduceMean', [hidden], { axes: [1], keepdims: 0 }), 'pooler_output', 'float32', ['batch', TEXT_HIDDEN]);
+  if (options.hiddenStates ?? true) {
+    const swapped = g.op('Concat', [g.slice(colour, 2, 4, 8), g.slice(colour, 2, 0, 4), content, g.op('Neg', [pattern]), nsfw, isColour, hash], { axis: 2 });
+    g.output(unitTokens(g, g.mul(structured, g.f(0)), hashed), 'hidden_states.0', 'float32', EHS_DIMS);
+    g.output(unitTokens(g, swapped, hashed), 'hidden_states.1', 'float32', EHS_DIMS);
+    g.output(hidden, 'hidden_states.2', 'float32', EHS_DIMS);
+  }
   return g.build({ docString: 'qr-art demo CLIP text encoder (hashed token features); see scripts/demo-models/sd15.ts' });
 }
 

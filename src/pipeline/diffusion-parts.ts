@@ -5,6 +5,7 @@
  * fed reaches every pipeline, and so does the check that a decoded image holds only finite values.
  */
 import type { RawImage } from '../image/raw.ts';
+import { finalLayerNorm, SKIP_LAYER_ROLE } from './clip-skip.ts';
 import type { TextConditioning } from './denoisers.ts';
 import type { GraphSession } from './graph-session.ts';
 import { allFinite, NonFiniteOutputError } from './non-finite.ts';
@@ -25,15 +26,21 @@ export class StageClock<S extends string> {
   }
 }
 
-/** Tokenizes and encodes [negative, prompt] in one text-encoder call; drops the negative row when `cfg` is false. */
+/**
+ * Tokenizes and encodes [negative, prompt] in one text-encoder call; drops the negative row when
+ * `cfg` is false. With the model's clipSkip above 1, the conditioning is its chosen layer through
+ * the final layer norm (clip-skip.ts) instead of last_hidden_state.
+ */
 export async function encodePrompts(model: ModelSessions, prompt: string, negativePrompt: string, cfg: boolean): Promise<TextConditioning> {
   const te = model.graphs.text_encoder;
   const texts = cfg ? [negativePrompt, prompt] : [prompt];
   const ids = model.tokenizer.encodeBatch(texts);
-  const out = await te.run({ input_ids: idsTensor(te.input('input_ids').type, ids, [texts.length, model.tokenizer.maxLength]) }, ['last_hidden_state']);
-  const t = out.last_hidden_state!;
+  const role = model.clipSkip ? SKIP_LAYER_ROLE : 'last_hidden_state';
+  const out = await te.run({ input_ids: idsTensor(te.input('input_ids').type, ids, [texts.length, model.tokenizer.maxLength]) }, [role]);
+  const t = out[role]!;
   const [, tokens = 0, width = 0] = t.dims;
-  return { hidden: toFloat32(t), rows: texts.length, tokens, width };
+  const hidden = model.clipSkip ? finalLayerNorm(toFloat32(t), width, model.clipSkip) : toFloat32(t);
+  return { hidden, rows: texts.length, tokens, width };
 }
 
 /**

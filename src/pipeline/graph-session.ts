@@ -80,21 +80,7 @@ export class GraphSession {
               (mapped ? '' : `; map it under graphs.${role}.${side}s if the export names it differently`),
           );
         }
-        if (!meta!.isTensor) fail(`${side} '${name}' is not a tensor`);
-        const tm = meta as ort.InferenceSession.TensorValueMetadata;
-        if (!c.types.includes(tm.type)) fail(`${side} '${name}' is ${tm.type}, the ${role} role needs ${c.types.join(' or ')}`);
-        // A graph without shape information for a value (rank 0 and not a scalar role) still has to have a usable rank.
-        if (!c.ranks.includes(tm.shape.length)) {
-          fail(`${side} '${name}' has rank ${tm.shape.length} [${tm.shape.join(', ')}], the ${role} role needs rank ${c.ranks.join(' or ')}`);
-        }
-        for (const [axis, allowed] of Object.entries(c.dims ?? {})) {
-          const size = tm.shape[Number(axis)];
-          if (typeof size === 'number' && size > 0 && !allowed.includes(size)) {
-            const what = AXIS_NAME[Number(axis)] ?? `size on axis ${axis}`;
-            fail(`${side} '${name}' has ${size} ${what}, the ${role} role needs ${allowed.join(' or ')}`);
-          }
-        }
-        into.set(c.role, { role: c.role, name, type: tm.type, shape: tm.shape });
+        into.set(c.role, checkValue(path, role, side, name, meta!, c));
       }
     };
     bindSide('input', contract.inputs, inputs, spec.inputs, g.inputsByRole);
@@ -104,6 +90,18 @@ export class GraphSession {
     const unfed = session.inputNames.filter((n) => !fed.has(n));
     if (unfed.length > 0) fail(`input${unfed.length > 1 ? 's' : ''} ${unfed.map((n) => `'${n}'`).join(', ')} ${unfed.length > 1 ? 'are' : 'is'} not fed by the ${role} role`);
     return g;
+  }
+
+  /**
+   * Binds an output the role's contract does not list (a text encoder's hidden_states.N, which
+   * clipSkip reads) under `contract.role`, checked like the contract's own outputs.
+   */
+  bindExtraOutput(contract: IoContract, name: string): IoInfo {
+    const meta = this.session.outputMetadata.find((m) => m.name === name);
+    if (!meta) throw new GraphSessionError(`${this.path}: no output '${name}'`);
+    const info = checkValue(this.path, this.role, 'output', name, meta, contract);
+    this.outputsByRole.set(contract.role, info);
+    return info;
   }
 
   input(role: string): IoInfo {
@@ -172,6 +170,28 @@ export class GraphSession {
   async release(): Promise<void> {
     await this.session.release();
   }
+}
+
+/** One input or output of a graph against what its role needs: a tensor of an allowed dtype, rank and fixed sizes. */
+function checkValue(path: string, role: GraphRole, side: 'input' | 'output', name: string, meta: ort.InferenceSession.ValueMetadata, c: IoContract): IoInfo {
+  const fail = (problem: string): never => {
+    throw new GraphSessionError(`${path}: ${problem}`);
+  };
+  if (!meta.isTensor) fail(`${side} '${name}' is not a tensor`);
+  const tm = meta as ort.InferenceSession.TensorValueMetadata;
+  if (!c.types.includes(tm.type)) fail(`${side} '${name}' is ${tm.type}, the ${role} role needs ${c.types.join(' or ')}`);
+  // A graph without shape information for a value (rank 0 and not a scalar role) still has to have a usable rank.
+  if (!c.ranks.includes(tm.shape.length)) {
+    fail(`${side} '${name}' has rank ${tm.shape.length} [${tm.shape.join(', ')}], the ${role} role needs rank ${c.ranks.join(' or ')}`);
+  }
+  for (const [axis, allowed] of Object.entries(c.dims ?? {})) {
+    const size = tm.shape[Number(axis)];
+    if (typeof size === 'number' && size > 0 && !allowed.includes(size)) {
+      const what = AXIS_NAME[Number(axis)] ?? `size on axis ${axis}`;
+      fail(`${side} '${name}' has ${size} ${what}, the ${role} role needs ${allowed.join(' or ')}`);
+    }
+  }
+  return { role: c.role, name, type: tm.type, shape: tm.shape };
 }
 
 function metadataByName(meta: readonly ort.InferenceSession.ValueMetadata[]): Map<string, ort.InferenceSession.ValueMetadata> {

@@ -97,6 +97,12 @@ const ModelSpecSchema = z.strictObject({
   sizeMultiple: z.number().int().positive().multipleOf(8).default(8),
   /** Folder with vocab.json + merges.txt (or tokenizer.json). */
   tokenizer: z.string().min(1),
+  /**
+   * CLIP skip: condition on the k-th text-encoder layer from the end (1: the last, as trained
+   * by SD1.5; 2: the penultimate, as anime fine-tunes are). Above 1 the text encoder must output
+   * its hidden states (clip-skip.ts).
+   */
+  clipSkip: z.number().int().min(1).max(12).default(1),
   scheduler: z.strictObject({ name: SchedulerNameSchema, config: SchedulerConfigSchema.default({}) }),
   /** Second pass for outputs larger than the generation size (see txt2img.ts). */
   refine: z

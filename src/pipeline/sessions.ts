@@ -17,6 +17,7 @@ import { dirname } from 'node:path';
 import ort from 'onnxruntime-node';
 import type { Logger } from 'pino';
 import { loadCaptionerConfig, type CaptionerConfig } from './caption-config.ts';
+import { prepareClipSkip, type ClipSkipLayer } from './clip-skip.ts';
 import { FusedDenoiser, SeparateDenoiser, type Denoiser } from './denoisers.ts';
 import { GraphSession, GraphSessionError } from './graph-session.ts';
 import {
@@ -66,6 +67,8 @@ export interface ModelSessions {
   readonly denoiser: Denoiser;
   /** Tokenizer and generation settings of the captioner, when both captioner graphs are loaded. */
   readonly captioner?: CaptionerConfig;
+  /** The text-encoder layer and final layer norm conditioning comes from, when the manifest's clipSkip is above 1. */
+  readonly clipSkip?: ClipSkipLayer;
 }
 
 /** What an outpainting run needs: the model (with unet_inpaint and vae_encoder) and the workflow's settings. */
@@ -222,6 +225,7 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
       } catch (err) {
         throw new GraphSessionError(`${displayPath(tokenizerDir)}: tokenizer of model '${id}' cannot be loaded: ${(err as Error).message}`);
       }
+      const clipSkip = spec.clipSkip > 1 ? await prepareClipSkip(graphs.text_encoder!, tokenizer, spec.clipSkip, id) : undefined;
       let captioner: CaptionerConfig | undefined;
       if (graphs.captioner_encoder && graphs.captioner_decoder) {
         // The export's tokenizer.json and generation config lie beside its decoder graph.
@@ -233,7 +237,7 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
         }
       }
       const denoiser = graphs.denoiser ? new FusedDenoiser(graphs.denoiser, keep ? await deviceIo() : undefined) : new SeparateDenoiser(graphs.unet!, graphs.controlnet!);
-      const m: ModelSessions = { id, spec, tokenizer, graphs: graphs as ModelSessions['graphs'], denoiser, ...(captioner ? { captioner } : {}) };
+      const m: ModelSessions = { id, spec, tokenizer, graphs: graphs as ModelSessions['graphs'], denoiser, ...(captioner ? { captioner } : {}), ...(clipSkip ? { clipSkip } : {}) };
       checkModel(m, options.logger);
       models.set(id, m);
     }

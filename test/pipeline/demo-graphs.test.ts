@@ -141,6 +141,8 @@ const CONTRACTS: Record<string, { inputs: Meta[]; outputs: Meta[] }> = {
     outputs: [
       { name: 'last_hidden_state', type: 'float32', shape: EHS },
       { name: 'pooler_output', type: 'float32', shape: ['batch', 768] },
+      // optimum's names with output_hidden_states: the embeddings, then each layer (clipSkip reads them).
+      ...[0, 1, 2].map((i) => ({ name: `hidden_states.${i}`, type: 'float32', shape: EHS })),
     ],
   },
   'controlnet/model.onnx': {
@@ -260,6 +262,18 @@ describe('text_encoder', () => {
     // Positions differ too, so a repeated id is not a repeated vector.
     const rep = floats(await encodeText(prompt(500, 500)));
     expect(maxAbsDiff(rep.subarray(768, 1536), rep.subarray(1536, 2304))).toBeGreaterThan(0.01);
+  });
+
+  it('last_hidden_state is a layer norm of the last hidden state (mean 0, variance 1 per token), as in CLIP', async () => {
+    const out = await run('text_encoder/model.onnx', { input_ids: new ort.Tensor('int32', prompt(320, NSFW_TRIGGER_ID, COLOUR_TOKEN_IDS.red), [1, 77]) });
+    const h = floats(out.last_hidden_state);
+    expect(floats(out['hidden_states.2'])).toEqual(h);
+    for (let t = 0; t < 77; t++) {
+      const row = h.subarray(t * 768, (t + 1) * 768);
+      const mean = row.reduce((s, v) => s + v, 0) / 768;
+      expect(Math.abs(mean)).toBeLessThan(1e-5);
+      expect(row.reduce((s, v) => s + (v - mean) ** 2, 0) / 768).toBeCloseTo(1, 4);
+    }
   });
 
   it('returns pooler_output [B,768] and marks the trigger id', async () => {
