@@ -30,7 +30,7 @@ export type OutpaintPlan = Omit<OutpaintRequest, 'tuning'>;
 export interface InferenceResult {
   /** RGB, exactly width × height, image i from seed + i (outpainting: the one extended image). */
   readonly images: RawImage[];
-  /** One flag per image (all false when the manifest has no safety checker). */
+  /** One flag per image (all false for a model whose manifest entry says nsfw.checker "none"). */
   readonly nsfw: boolean[];
   /** Milliseconds per stage inside the thread (txt2img stages, face, nsfw, total). */
   readonly timings: Record<string, number>;
