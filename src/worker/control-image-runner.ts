@@ -2,10 +2,13 @@ import type { OutboundPolicy } from '../net/safe-url.ts';
 import { decodeImage, encodePng, isImageDecodeError, resizeImage } from '../image/decode.ts';
 import { DEFAULT_IMAGE_FETCH_LIMITS, fetchImage, isImageFetchError, type ImageFetchLimits } from '../image/fetch.ts';
 import type { RawImage } from '../image/raw.ts';
+import { placeByArea } from '../image/resample.ts';
+import { placeClientCode, type ClientCodePlacement } from '../qr/client-layout.ts';
 import { renderControlImage } from '../qr/control-image.ts';
 import { QrContentTooLongError } from '../qr/encode.ts';
 import type { QrGeometry } from '../qr/guarantee.ts';
-import { QrLayoutError } from '../qr/layout.ts';
+import { QrLayoutError, type Canvas } from '../qr/layout.ts';
+import { locateQr, type LocatedQr } from '../qr/locate.ts';
 import { decodeAny, scanCheck } from '../qr/scan.ts';
 import type { JobMessage } from '../queue/schemas.ts';
 import { isWorkflowName } from '../workflows/catalogue.ts';
@@ -55,14 +58,19 @@ export interface JobControlImage {
   /** Side of the code in the image, in pixels: the scan check's scale hint. */
   readonly codeSide: number;
   /**
-   * Where the code's modules are, in output pixels (the control image is at the output size),
-   * and the control image itself (the pattern's shapes): what lets ensureScannable repair the
-   * generated images. v4/v5 only. Absent for a client's qrImage (v1-v3b): the decoders report
-   * only that a code was read, not where each module of it lies after the letterbox resize, so
-   * those images are checked and never repaired.
+   * Where the code's modules are, in output pixels (the control image is at the output size):
+   * what lets ensureScannable repair the generated images. v4/v5 add the control image itself
+   * (the pattern's shapes). For a client's qrImage (v1-v3b) it is there when the code could be
+   * located (clientCode says how); absent, the images are only checked.
    */
   readonly geometry?: QrGeometry;
+  /** v1-v3b: how the client's code was located, or why not (for the worker's log). */
+  readonly clientCode?: ClientCodeReport;
 }
+
+export type ClientCodeReport =
+  | { readonly located: true; readonly matrixSource: 're-encoded' | 'sampled'; readonly misdrawnModules: number; readonly moduleSize: number }
+  | { readonly located: false; readonly reason: string };
 
 /** The control image of a QR job; input problems become JobInputErrors (failed, refunded). */
 export async function jobControlImage(
@@ -86,9 +94,17 @@ export async function jobControlImage(
 }
 
 /**
- * v1-v3b: the client's code, fetched and read, letterboxed into the centred square of the
- * canvas; the text read is what isScanables checks against. Anything wrong with the image
- * fails the prediction (refunded).
+ * v1-v3b: the client's code, fetched and read, fitted into the centred square of the canvas; the
+ * text read is what isScanables checks against. Anything wrong with the image fails the prediction
+ * (refunded). When the code can be located module by module (locate.ts: an axis-aligned,
+ * undistorted code), the image is scaled so its modules become whole canvas pixels on the pixel
+ * grid, and the geometry lets the generated images be repaired like v4/v5's; otherwise it is
+ * letterboxed as it is and the images are only checked.
+ *
+ * No control image goes into the geometry: the repair's shape-following is for the pattern we drew.
+ * The client's picture (colours, antialiasing, a logo) is no mask, and where its drawing differs
+ * from the true matrix (a logo over modules) a shape taken from it has no pixel of the module's
+ * colour, so exactly those modules could not be repaired. Cores are the plain disks and squares.
  */
 export async function clientControlImage(
   url: string,
@@ -109,8 +125,35 @@ export async function clientControlImage(
   if (!decoded) {
     throw new JobInputError('qrImage is not a readable QR code: no decoder found a code in it; send a sharp black-and-white QR code image', 'unreadable_qr_image');
   }
-  const codeSide = Math.round(CLIENT_IMAGE_RATIO * Math.min(canvas.width, canvas.height));
-  return { image: await letterbox(client, canvas, codeSide), expected: decoded.text, codeSide };
+  const fitSide = Math.round(CLIENT_IMAGE_RATIO * Math.min(canvas.width, canvas.height));
+  const placed = await locateAndPlace(client, decoded.text, canvas, fitSide);
+  if ('reason' in placed) {
+    return { image: await letterbox(client, canvas, fitSide), expected: decoded.text, codeSide: fitSide, clientCode: { located: false, reason: placed.reason } };
+  }
+  const { located, placement } = placed;
+  const { layout } = placement;
+  return {
+    image: placeByArea(client, canvas, placement.transform),
+    expected: decoded.text,
+    codeSide: layout.codePixels,
+    geometry: { matrix: located.matrix, layout },
+    clientCode: { located: true, matrixSource: located.matrixSource, misdrawnModules: located.misdrawnModules, moduleSize: layout.moduleSize },
+  };
+}
+
+/**
+ * The client's code located and placed on the canvas's module grid, or why not. Locating only adds
+ * the repair: whatever goes wrong in it leaves the job as it was without (checked, not repaired).
+ */
+async function locateAndPlace(client: RawImage, text: string, canvas: Canvas, fitSide: number): Promise<{ located: LocatedQr; placement: ClientCodePlacement } | { reason: string }> {
+  try {
+    const located = await locateQr(client, text);
+    if (!located.located) return { reason: located.reason };
+    const placement = placeClientCode(located, client, canvas, fitSide);
+    return typeof placement === 'string' ? { reason: placement } : { located, placement };
+  } catch (error) {
+    return { reason: `locating the code failed: ${error instanceof Error ? error.message : String(error)}` };
+  }
 }
 
 /** The client's image fitted (aspect kept) into a centred square of `side` px on a white canvas. */

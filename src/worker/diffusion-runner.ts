@@ -147,7 +147,9 @@ export class DiffusionRunner implements JobRunner {
 
     const signal = options.signal ?? new AbortController().signal;
     const fetchOptions = { policy: this.options.policy, ...(this.options.fetchLimits ? { fetchLimits: this.options.fetchLimits } : {}) };
-    const { image: control, expected, codeSide, geometry } = await jobControlImage(plan, fetchOptions, signal);
+    const { image: control, expected, codeSide, geometry, clientCode } = await jobControlImage(plan, fetchOptions, signal);
+    // v1-v3b: a client code that could not be located leaves the job's images checked, not repaired.
+    if (clientCode) log.info({ clientCode }, clientCode.located ? 'client QR code located: its images can be repaired' : 'client QR code not located: its images are only checked');
     const scan = { expected, geometry, mode: repairModeFor(job.workflow, job.input), codeSide };
     timings.qr_render = performance.now() - t0;
     const { width, height } = plan.canvas;
