@@ -286,10 +286,12 @@ const V5_CONTROL_BY_MODEL: Readonly<Record<V5Model, QrControlSettings>> = Object
 /**
  * qrRepair defaults. v4 and later render the code themselves, so the worker knows where every
  * module is and can repair a generation that would not scan. v1-v3b condition on the client's
- * own code image: its images are delivered as generated unless the request asks (and without
- * our own render the worker can then only check them; docs/scan-repair.md).
+ * own code image: the worker locates its modules (src/qr/locate.ts) and places them on the
+ * canvas's pixel grid, so those generations are repaired the same way; a client code that cannot
+ * be located (rotated, in perspective: a photo) leaves its images only checked
+ * (docs/scan-repair.md).
  */
-const CLIENT_IMAGE_QR_REPAIR: QrRepairMode = 'off';
+const CLIENT_IMAGE_QR_REPAIR: QrRepairMode = 'on_failure';
 const RENDERED_QR_REPAIR: QrRepairMode = 'on_failure';
 
 /** Resolution price factors of v5 / v5s, in percent of the SD price. */

@@ -37,7 +37,7 @@ export function controlPlanFor(workflow: WorkflowName, input: Readonly<Record<st
 
 /**
  * The repair level of a job's images: the request's qrRepair, else the workflow's default in the
- * catalogue (off for v1-v3b, on_failure for v4 and later). Outpainting has no code: off. The
+ * catalogue (on_failure for every QR workflow). Outpainting has no code: off. The
  * input has passed parseCreateBody; a stored input from before the field existed has none.
  */
 export function repairModeFor(workflow: WorkflowName, input: Readonly<Record<string, unknown>>): QrRepairMode {

@@ -189,7 +189,7 @@ function qrSteps(r: RangeWithDefault) {
 function qrRepair(entry: QrImageEntry | QrContentEntry | QrV5Entry) {
   const note =
     entry.family === 'qr-image'
-      ? ' For this workflow the worker has no render of the code (it is the client image), so on_failure and always only check.'
+      ? ' For this workflow the code is the client image: the worker locates its modules and repairs like v4/v5; a code it cannot locate (rotated, in perspective: a photo) is only checked.'
       : '';
   return z
     .enum(QR_REPAIR_MODES)

@@ -9,9 +9,8 @@ import { expectIssue, expectOk, minimalBody, parse, V1_FAMILY, V4_FAMILY, V5_FAM
 const RENDERED = [...V4_FAMILY, ...V5_FAMILY];
 
 describe('qrRepair: the scan-repair level of a QR request', () => {
-  it('defaults to off for v1-v3b (the client brings the code image) and on_failure for v4 and later, in the catalogue', () => {
-    for (const workflow of V1_FAMILY) expect(catalogue[workflow]).toMatchObject({ qrRepair: 'off' });
-    for (const workflow of RENDERED) expect(catalogue[workflow]).toMatchObject({ qrRepair: 'on_failure' });
+  it('defaults to on_failure for every QR workflow in the catalogue: v1-v3b too (the worker locates the client code image), v4 and later', () => {
+    for (const workflow of [...V1_FAMILY, ...RENDERED]) expect(catalogue[workflow]).toMatchObject({ qrRepair: 'on_failure' });
     expect(catalogue.outpainting).not.toHaveProperty('qrRepair');
   });
 
@@ -26,7 +25,7 @@ describe('qrRepair: the scan-repair level of a QR request', () => {
   it.each(QR_WORKFLOWS)('%s leaves an absent qrRepair out of the echo and resolves it to the workflow default', (workflow) => {
     const { input } = expectOk(parse(minimalBody(workflow)));
     expect(input).not.toHaveProperty('qrRepair');
-    expect(repairModeFor(workflow, input)).toBe((V1_FAMILY as readonly string[]).includes(workflow) ? 'off' : 'on_failure');
+    expect(repairModeFor(workflow, input)).toBe('on_failure');
   });
 
   it('treats null as absent', () => {
@@ -52,7 +51,7 @@ describe('qrRepair: the scan-repair level of a QR request', () => {
 
   it('resolves a stored input from before the field existed, or with a garbage value, to the default', () => {
     expect(repairModeFor('generate_qr_art_v4s', { workflow: 'generate_qr_art_v4s', qrText: 'x', qrContent: 'y' })).toBe('on_failure');
-    expect(repairModeFor('generate_qr_art_v2', { qrRepair: 42 })).toBe('off');
+    expect(repairModeFor('generate_qr_art_v2', { qrRepair: 42 })).toBe('on_failure');
   });
 
   it('shows the levels and the per-workflow default in the JSON Schema', () => {
@@ -60,7 +59,7 @@ describe('qrRepair: the scan-repair level of a QR request', () => {
     expect(v5.properties.qrRepair).toMatchObject({ type: 'string', enum: ['off', 'on_failure', 'always'], default: 'on_failure' });
     expect(v5.required).not.toContain('qrRepair');
     const v1 = z.toJSONSchema(requestSchemas.generate_qr_art, { io: 'input' }) as Record<string, any>;
-    expect(v1.properties.qrRepair).toMatchObject({ default: 'off' });
-    expect(v1.properties.qrRepair.description).toContain('only check');
+    expect(v1.properties.qrRepair).toMatchObject({ default: 'on_failure' });
+    expect(v1.properties.qrRepair.description).toContain('cannot locate');
   });
 });
