@@ -50,8 +50,7 @@ const ITERATIONS = 3;
 
 /**
  * The grid along x (boundaries between columns), starting from an estimate good to a third of a
- * module. `rowOrigin` / `rowPitch` place the rows (the other axis). Returns undefined when too few
- * edges can be measured.
+ * module; `rows` places the rows (the other axis). Undefined when too few edges can be measured.
  */
 export function fitAxis(luma: LumaImage, model: GridModel, start: { origin: number; pitch: number }, rows: { origin: number; pitch: number }): AxisFit | undefined {
   const { size, dark, usable } = model;
@@ -60,7 +59,7 @@ export function fitAxis(luma: LumaImage, model: GridModel, start: { origin: numb
   const profiles: Float32Array[] = [];
   const centres: number[] = [];
   for (let r = 0; r < size; r++) {
-    const from = Math.max(0, Math.round(rows.origin + (r + 0.3) * rows.pitch));
+    const from = Math.min(luma.height - 1, Math.max(0, Math.round(rows.origin + (r + 0.3) * rows.pitch)));
     const to = Math.min(luma.height - 1, Math.max(from, Math.round(rows.origin + (r + 0.7) * rows.pitch) - 1));
     const profile = new Float32Array(luma.width);
     for (let y = from; y <= to; y++) for (let x = 0; x < luma.width; x++) profile[x]! += luma.data[y * luma.width + x]!;

@@ -61,8 +61,8 @@ const MAX_ANISOTROPY = 0.03;
 /** Smallest module side (px) whose edges can be measured. */
 const MIN_PITCH = 1.5;
 
-// As decoders.ts reads (QR only, no inverted codes, UTF-8 when the code has no ECI), at native
-// resolution first: the positions are then in the image's own pixels.
+// As decoders.ts reads (QR only, no inverted codes, UTF-8 when the code has no ECI), on the image
+// as it is (ZXing's own downscaled tries report positions in the image's pixels too).
 const readerOptions: ReaderOptions = {
   formats: ['QRCode'],
   tryHarder: true,
@@ -97,7 +97,8 @@ export async function locateQr(image: RawImage, expected: string): Promise<Locat
   const { size } = info;
   const start = cornerEstimate(read, size);
   if (typeof start === 'string') return refuse(start);
-  if (Math.min(start.x.pitch, start.y.pitch) < MIN_PITCH) return refuse(`modules of ${start.x.pitch.toFixed(1)} px are too small to locate`);
+  const smallest = Math.min(start.x.pitch, start.y.pitch);
+  if (smallest < MIN_PITCH) return refuse(`modules of ${smallest.toFixed(1)} px are too small to locate`);
 
   const { matrix, source } = chooseMatrix(read, info);
   const usable = new Uint8Array(size * size);
@@ -166,11 +167,10 @@ function cornerEstimate(read: ReadResult, size: number): { x: AxisStart; y: Axis
 
 /** The grid fitted to the module edges, both axes, or a reason when the code is not a straight, square grid. */
 function fitGrid(luma: LumaImage, model: GridModel, start: { x: AxisStart; y: AxisStart }): { x: AxisFit; y: AxisFit } | string {
-  const transposed = transpose(luma);
-  const model2 = transposeModel(model);
-  let x = fitAxis(luma, model, start.x, start.y);
-  const y = x && fitAxis(transposed, model2, start.y, x);
-  x = y && fitAxis(luma, model, x ?? start.x, y);
+  // Columns from the corners' rows, rows from the fitted columns, columns again from the fitted rows.
+  const firstX = fitAxis(luma, model, start.x, start.y);
+  const y = firstX && fitAxis(transpose(luma), transposeModel(model), start.y, firstX);
+  const x = firstX && y && fitAxis(luma, model, firstX, y);
   if (!x || !y) return 'too few module edges could be measured';
   const { size } = model;
   for (const [axis, fit] of [['x', x], ['y', y]] as const) {
@@ -194,7 +194,7 @@ function chooseMatrix(read: ReadResult, info: SymbolInfo): { matrix: QrMatrix; s
   for (const segments of segmentChoices(read)) {
     let matrix: QrMatrix;
     try {
-      matrix = matrixOfSymbol(QRCode.create(segments as string, { version, errorCorrectionLevel: level, maskPattern: mask as QRCode.QRCodeMaskPattern }), level);
+      matrix = matrixOfSymbol(QRCode.create(segments, { version, errorCorrectionLevel: level, maskPattern: mask as QRCode.QRCodeMaskPattern }), level);
     } catch {
       continue; // this segmentation does not fit the version: not how the code was made
     }
@@ -211,9 +211,9 @@ const NUMERIC = /^[0-9]*$/;
 const ALPHANUMERIC = /^[0-9A-Z $%*+\-./:]*$/;
 
 /** The segmentations tried, as `qrcode` takes them: its optimal split, the tightest single mode, raw bytes. */
-function segmentChoices(read: ReadResult): unknown[] {
+function segmentChoices(read: ReadResult): Array<string | QRCode.QRCodeSegment[]> {
   const { text, bytes } = read;
-  const choices: unknown[] = [text];
+  const choices: Array<string | QRCode.QRCodeSegment[]> = [text];
   if (NUMERIC.test(text)) choices.push([{ data: text, mode: 'numeric' }]);
   else if (ALPHANUMERIC.test(text)) choices.push([{ data: text, mode: 'alphanumeric' }]);
   choices.push([{ data: Uint8Array.from(bytes), mode: 'byte' }]);
