@@ -1,15 +1,36 @@
 /**
  * The two QR decoders the scan check runs, behind one shape: a luminance image in, every
- * text read out. ZXing-C++ (zxing-wasm, its .wasm read from node_modules, never a CDN) and
- * jsQR.
+ * text read out. ZXing-C++ (zxing-wasm, its .wasm read from node_modules, never a CDN), in
+ * the variants a ladder rung asks for (binarizer, denoise, ...), and jsQR.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import jsQRModule from 'jsqr';
-import { prepareZXingModule, readBarcodes, type ReaderOptions } from 'zxing-wasm/reader';
+import { prepareZXingModule, readBarcodes, type Binarizer, type ReaderOptions } from 'zxing-wasm/reader';
 import { lumaToRgba, type LumaImage } from '../image/luma.ts';
+import { meanWindowThreshold } from './binarize.ts';
+import { moduleBits, moduleMeans, pureCode } from './resample.ts';
 
 export type DecoderName = 'zxing' | 'jsqr';
+export type { Binarizer } from 'zxing-wasm/reader';
+
+/**
+ * How ZXing reads an image. `binarizer`: one of ZXing's (default LocalAverage, its hybrid
+ * local-mean one) or 'MeanWindow', our own mean-window threshold (binarize.ts) handed to ZXing
+ * already binarized. `denoise`: ZXing's morphological closing pass when the first read fails.
+ * `downscale`: ZXing's own downscaled retries (factor 3 from 500 px). `resample`: when ZXing
+ * locates a code it cannot decode, read its modules again by their mean (resample.ts).
+ */
+export type ScanBinarizer = Binarizer | 'MeanWindow';
+export interface ZxingVariant {
+  readonly binarizer?: ScanBinarizer;
+  readonly denoise?: boolean;
+  readonly downscale?: boolean;
+  readonly resample?: boolean;
+  /** MeanWindow only: the window's side in px (odd) and the bias below its mean (default 25 and 10). */
+  readonly window?: number;
+  readonly bias?: number;
+}
 
 // QR only; we do our own downscaling and never look for inverted codes (a light-on-dark
 // code is not what we render, and counting it would flatter the check). Our encoder writes
@@ -26,6 +47,28 @@ const readerOptions: ReaderOptions = {
   textMode: 'Plain',
   characterSet: 'UTF8',
 };
+
+const variantOptions = new Map<string, ReaderOptions>();
+
+function optionsFor({ binarizer = 'LocalAverage', denoise = false, downscale = false, resample = false }: ZxingVariant): ReaderOptions {
+  const key = `${binarizer}/${denoise}/${downscale}/${resample}`;
+  let options = variantOptions.get(key);
+  if (!options) {
+    options = {
+      ...readerOptions,
+      binarizer: binarizer === 'MeanWindow' ? 'BoolCast' : binarizer,
+      tryDenoise: denoise,
+      tryDownscale: downscale,
+      // A located code that failed to decode comes back (isValid false) with its corners.
+      returnErrors: resample,
+    };
+    variantOptions.set(key, options);
+  }
+  return options;
+}
+
+// A clean code drawn from resampled modules: decoded as a pure symbol, nothing to detect.
+const pureOptions: ReaderOptions = { ...readerOptions, isPure: true, tryHarder: false, maxNumberOfSymbols: 1 };
 
 let zxingReady: Promise<unknown> | undefined;
 
@@ -52,11 +95,25 @@ export function zxingModule(): Promise<unknown> {
  * given RGBA, zxing-wasm would only turn it back into luminance in JS, and that round trip
  * measured ~40% of the decode time of a 768x768 image.
  */
-export async function zxingDecode(luma: LumaImage): Promise<string[]> {
+export async function zxingDecode(luma: LumaImage, variant: ZxingVariant = {}): Promise<string[]> {
   await zxingModule();
-  const results = await readBarcodes(pgm(luma), readerOptions);
-  return results.filter((r) => r.isValid).map((r) => r.text);
+  const input = variant.binarizer === 'MeanWindow' ? meanWindowThreshold(luma, variant.window, variant.bias) : luma;
+  const results = await readBarcodes(pgm(input), optionsFor(variant));
+  const texts = results.filter((r) => r.isValid).map((r) => r.text);
+  if (texts.length > 0 || !variant.resample) return texts;
+  for (const failed of results) {
+    const version = Number(failed.version);
+    if (failed.isValid || !Number.isInteger(version) || version < 1 || version > 40) continue; // Micro QR versions read 'M1'..'M4'
+    const symbol = { ...failed.position, size: 17 + 4 * version };
+    const bits = moduleBits(moduleMeans(luma, symbol, RESAMPLE_RADIUS), symbol.size, 'local');
+    const reread = await readBarcodes(pgm(pureCode(bits, symbol.size)), pureOptions);
+    texts.push(...reread.filter((r) => r.isValid).map((r) => r.text));
+  }
+  return texts;
 }
+
+/** Radius, in modules, of the disk whose mean a resampled module reads. */
+const RESAMPLE_RADIUS = 0.2;
 
 /** A luminance image as a binary PGM file: what readBarcodes takes without a JS colour pass. */
 export function pgm(luma: LumaImage): Uint8Array {
@@ -87,7 +144,7 @@ export function jsqrDecode(luma: LumaImage): string[] {
   return [plain ? utf8.decode(Uint8Array.from(code.binaryData)) : code.data];
 }
 
-export const decoders: Readonly<Record<DecoderName, (luma: LumaImage) => Promise<string[]> | string[]>> = {
+export const decoders: Readonly<Record<DecoderName, (luma: LumaImage, variant?: ZxingVariant) => Promise<string[]> | string[]>> = {
   zxing: zxingDecode,
   jsqr: jsqrDecode,
 };

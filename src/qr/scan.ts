@@ -1,13 +1,14 @@
 /**
  * The honest scan check: does a real decoder read exactly the expected text from this
- * image? ZXing-C++ and jsQR run over a short, fixed ladder of scales and a light blur
- * (design notes §6: artistic codes decode far better with the code spanning ~200-400 px).
+ * image? ZXing-C++ and jsQR run over a short, fixed ladder of scales, a light blur and two
+ * binarizers (design notes §6: artistic codes decode far better with the code spanning
+ * ~200-400 px; phone decoders try more than one binarizer).
  * A read of any other text ends the check with `false`: an image that encodes something
  * else (or also encodes something else) must never pass.
  */
 import { blur3, downscaleArea, toLuma, type LumaImage } from '../image/luma.ts';
 import type { RawImage } from '../image/raw.ts';
-import { decoders, type DecoderName } from './decoders.ts';
+import { decoders, type DecoderName, type ScanBinarizer } from './decoders.ts';
 
 export type { DecoderName } from './decoders.ts';
 
@@ -16,6 +17,8 @@ export interface ScanOptions {
   codeSide?: number;
   /** Upper bound on decode attempts (default: the full ladder, which is already bounded). */
   maxAttempts?: number;
+  /** The rungs to run instead of SCAN_LADDER: for the bench's comparisons and tests. */
+  ladder?: readonly Rung[];
 }
 
 export interface ScanVerdict {
@@ -26,6 +29,8 @@ export interface ScanVerdict {
   /** Downscale factor of the attempt that succeeded (1 = native pixels). */
   scale?: number;
   blurred?: boolean;
+  /** The binarizer of the attempt that succeeded, when not ZXing's default (LocalAverage). */
+  binarizer?: ScanBinarizer;
   /** Decode attempts made. */
   attempts: number;
   /** Set when some decoder read a different text: the verdict is then false. */
@@ -37,6 +42,15 @@ export interface Decoded {
   decoder: DecoderName;
   scale: number;
   blurred: boolean;
+  binarizer?: ScanBinarizer;
+}
+
+/** What the ladder tells its caller about the attempt that read something. */
+export interface RungRead {
+  decoder: DecoderName;
+  scale: number;
+  blurred: boolean;
+  binarizer?: ScanBinarizer;
 }
 
 /**
@@ -50,17 +64,42 @@ export interface Rung {
   readonly decoder: DecoderName;
   readonly codePx: number | 'native';
   readonly blur: boolean;
+  /** ZXing only: its binarizer (default LocalAverage, the hybrid local-mean one). */
+  readonly binarizer?: ScanBinarizer;
+  /** ZXing only: a morphological closing of the binarized image when the first read fails. */
+  readonly denoise?: boolean;
+  /** MeanWindow only: window side (px at the rung's scale) and bias. */
+  readonly window?: number;
+  readonly bias?: number;
+  /** ZXing only: its own downscaled retries. */
+  readonly downscale?: boolean;
+  /** ZXing only: a located code that fails is read again module by module (resample.ts). */
+  readonly resample?: boolean;
+}
+
+/** Rungs that decode the same image the same way except for scale. */
+function sameMethod(a: Rung, b: Rung): boolean {
+  return a.decoder === b.decoder && a.blur === b.blur && (a.binarizer ?? 'LocalAverage') === (b.binarizer ?? 'LocalAverage') && !!a.denoise === !!b.denoise && a.window === b.window && a.bias === b.bias && !!a.downscale === !!b.downscale && !!a.resample === !!b.resample;
 }
 
 /**
- * Cheapest and most likely first; every rung reads a different sampling of the code, which
- * is what rescues artistic codes (they pass or fail almost at random from one sampling to
- * the next). ZXing takes five: the code at ~400 px, ~240 px blurred, the native pixels,
- * ~200 px blurred and ~160 px. jsQR (several times slower, reads less, but sometimes what
- * ZXing misses) comes last, on the ~160 px image. Measured on the 2-core dev machine: a
- * ZXing rung costs 0.5-5 ms at SD, the jsQR rung 5-15 ms, and the whole ladder has to fit
- * 40 ms at SD and 200 ms at UltraHD (scripts/bench/scan-check.ts), which is what bounds it
- * to six rungs.
+ * Cheapest and most likely first; every rung reads a different sampling or binarization of the
+ * code, which is what rescues artistic codes (they pass or fail almost at random from one
+ * sampling to the next). ZXing with its hybrid binarizer takes five: the code at ~400 px,
+ * ~240 px blurred, the native pixels, ~200 px blurred and ~160 px. Then ZXing twice more on the
+ * code at ~200 px binarized by a plain mean window (binarize.ts), 25 px and 15 px wide, no
+ * bias: the binarizer phone decoders carry beside the hybrid one (WeChat's decoder tries a
+ * 25 px mean window), which keeps modules that the hybrid binarizer's ~40 px neighbourhoods
+ * flatten into the art. On 440 art images and phone captures (demo-model art and codes
+ * stylized by image operations) those two rungs took the check from 283 to 322 reads, missing
+ * 12 instead of 45 of the 322 that a referee (ZBar, OpenCV or WeChat's decoder) reads, at the
+ * price of 12 reads no referee makes instead of 6; ZXing's other binarizers, its denoise and
+ * downscale passes, more scales and re-reading located codes module by module each added at
+ * most 4 reads, never a wrong one (docs/scan-repair.md, "Decoding";
+ * scripts/bench/scan-corpus.ts). jsQR (several times slower, reads less, but sometimes what
+ * ZXing misses) comes last, on the ~160 px image. Measured on the 2-core dev machine: a ZXing
+ * rung costs 0.5-5 ms at SD, the jsQR rung 5-15 ms, and the whole ladder has to fit 40 ms at
+ * SD and 200 ms at UltraHD (scripts/bench/scan-check.ts), which is what bounds it to eight rungs.
  */
 export const SCAN_LADDER: readonly Rung[] = [
   { decoder: 'zxing', codePx: 400, blur: false },
@@ -68,6 +107,8 @@ export const SCAN_LADDER: readonly Rung[] = [
   { decoder: 'zxing', codePx: 'native', blur: false },
   { decoder: 'zxing', codePx: 200, blur: true },
   { decoder: 'zxing', codePx: 160, blur: false },
+  { decoder: 'zxing', codePx: 200, blur: false, binarizer: 'MeanWindow', window: 25, bias: 0 },
+  { decoder: 'zxing', codePx: 200, blur: false, binarizer: 'MeanWindow', window: 15, bias: 0 },
   { decoder: 'jsqr', codePx: 160, blur: false },
 ];
 
@@ -153,7 +194,7 @@ export async function runLadder(
   image: RawImage,
   ladder: readonly Rung[],
   codeSide: number,
-  stop: (texts: string[], rung: { decoder: DecoderName; scale: number; blurred: boolean }) => boolean,
+  stop: (texts: string[], rung: RungRead) => boolean,
   maxAttempts = Infinity,
 ): Promise<number> {
   const pyramid = new Pyramid(image, codeSide);
@@ -162,15 +203,16 @@ export async function runLadder(
   for (const rung of ladder) {
     if (planned.length >= maxAttempts) break;
     const scale = pyramid.factor(rung.codePx, rung.decoder === 'jsqr' ? JSQR_MAX_PIXELS : Infinity);
-    const repeat = planned.some((p) => p.rung.decoder === rung.decoder && p.rung.blur === rung.blur && Math.max(p.scale / scale, scale / p.scale) < SAME_SCALE);
+    const repeat = planned.some((p) => sameMethod(p.rung, rung) && Math.max(p.scale / scale, scale / p.scale) < SAME_SCALE);
     if (!repeat) planned.push({ rung, scale });
   }
   if (planned.length > 0) pyramid.prepare(Math.min(...planned.map((p) => p.scale)));
   let attempts = 0;
   for (const { rung, scale } of planned) {
     attempts++;
-    const texts = await decoders[rung.decoder](pyramid.image(scale, rung.blur));
-    if (texts.length > 0 && stop(texts, { decoder: rung.decoder, scale, blurred: rung.blur })) break;
+    const texts = await decoders[rung.decoder](pyramid.image(scale, rung.blur), rung);
+    const read: RungRead = { decoder: rung.decoder, scale, blurred: rung.blur, ...(rung.binarizer && rung.binarizer !== 'LocalAverage' ? { binarizer: rung.binarizer } : {}) };
+    if (texts.length > 0 && stop(texts, read)) break;
   }
   return attempts;
 }
@@ -189,9 +231,9 @@ function codeSideOf(image: RawImage, options: ScanOptions): number {
  */
 export async function scanCheck(image: RawImage, expected: string, options: ScanOptions = {}): Promise<ScanVerdict> {
   let verdict: Omit<ScanVerdict, 'attempts'> = { scannable: false };
-  const attempts = await runLadder(image, SCAN_LADDER, codeSideOf(image, options), (texts, rung) => {
+  const attempts = await runLadder(image, options.ladder ?? SCAN_LADDER, codeSideOf(image, options), (texts, rung) => {
     const other = texts.find((t) => t !== expected);
-    verdict = other === undefined ? { scannable: true, decoder: rung.decoder, scale: rung.scale, blurred: rung.blurred } : { scannable: false, otherContent: other };
+    verdict = other === undefined ? { scannable: true, ...rung } : { scannable: false, otherContent: other };
     return true;
   }, maxAttemptsOf(options));
   return { ...verdict, attempts };
@@ -200,8 +242,8 @@ export async function scanCheck(image: RawImage, expected: string, options: Scan
 /** For client-supplied QR images: the first text any attempt decodes (null when none), same ladder. */
 export async function decodeAny(image: RawImage, options: ScanOptions = {}): Promise<Decoded | null> {
   let found: Decoded | null = null;
-  await runLadder(image, SCAN_LADDER, codeSideOf(image, options), (texts, rung) => {
-    found = { text: texts[0]!, decoder: rung.decoder, scale: rung.scale, blurred: rung.blurred };
+  await runLadder(image, options.ladder ?? SCAN_LADDER, codeSideOf(image, options), (texts, rung) => {
+    found = { text: texts[0]!, ...rung };
     return true;
   }, maxAttemptsOf(options));
   return found;

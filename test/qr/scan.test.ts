@@ -82,6 +82,22 @@ describe('scanCheck', () => {
     expect(await scanCheck(noise(640, 480, 1), URL)).toEqual({ scannable: false, attempts: SCAN_LADDER.length });
   });
 
+  it('runs ZXing first (hybrid binarizer, then two mean windows) and jsQR last', () => {
+    expect(SCAN_LADDER.at(-1)).toMatchObject({ decoder: 'jsqr' });
+    expect(SCAN_LADDER.slice(0, -1).every((rung) => rung.decoder === 'zxing')).toBe(true);
+    const meanWindows = SCAN_LADDER.filter((rung) => rung.binarizer === 'MeanWindow');
+    expect(meanWindows.map((rung) => [rung.codePx, rung.window, rung.bias])).toEqual([[200, 25, 0], [200, 15, 0]]);
+    // The mean-window rungs come after every hybrid one: they are the widening, tried when those fail.
+    expect(SCAN_LADDER.findIndex((rung) => rung.binarizer === 'MeanWindow')).toBe(SCAN_LADDER.filter((rung) => rung.decoder === 'zxing' && !rung.binarizer).length);
+  });
+
+  it('runs the ladder it is given instead of SCAN_LADDER', async () => {
+    const image = canvas(400, 400, [{ content: URL, x: 40, y: 40, side: 320 }]);
+    const ladder = [{ decoder: 'jsqr', codePx: 160, blur: false }] as const;
+    expect(await scanCheck(image, URL, { codeSide: 320, ladder })).toMatchObject({ scannable: true, decoder: 'jsqr', attempts: 1 });
+    expect(await scanCheck(noise(300, 300, 5), URL, { ladder })).toEqual({ scannable: false, attempts: 1 });
+  });
+
   it('holds to maxAttempts', async () => {
     const image = noise(500, 500, 2);
     expect(await scanCheck(image, URL, { maxAttempts: 3 })).toEqual({ scannable: false, attempts: 3 });
@@ -93,10 +109,10 @@ describe('scanCheck', () => {
 
   it('skips rungs that would decode an image already tried, without counting them', async () => {
     // A 150 px code: no rung downscales (no upscaling), so ZXing tries the native image as
-    // is and blurred, and jsQR tries it once.
+    // is, blurred, and binarized by each of the two mean windows, and jsQR tries it once.
     const small = canvas(200, 200, [{ content: 'x', x: 25, y: 25, side: 150 }]);
     expect(await scanCheck(small, URL, { codeSide: 150 })).toMatchObject({ scannable: false, otherContent: 'x', attempts: 1 });
-    expect(await scanCheck(noise(200, 200, 3), URL, { codeSide: 150 })).toEqual({ scannable: false, attempts: 3 });
+    expect(await scanCheck(noise(200, 200, 3), URL, { codeSide: 150 })).toEqual({ scannable: false, attempts: 5 });
   });
 
   it.each([1, 3, 4] as const)('reads %i-channel images', async (channels) => {
