@@ -9,7 +9,6 @@ import jsQRModule from 'jsqr';
 import { prepareZXingModule, readBarcodes, type Binarizer, type ReaderOptions } from 'zxing-wasm/reader';
 import { lumaToRgba, type LumaImage } from '../image/luma.ts';
 import { meanWindowThreshold } from './binarize.ts';
-import { moduleBits, moduleMeans, pureCode } from './resample.ts';
 
 export type DecoderName = 'zxing' | 'jsqr';
 export type { Binarizer } from 'zxing-wasm/reader';
@@ -18,15 +17,13 @@ export type { Binarizer } from 'zxing-wasm/reader';
  * How ZXing reads an image. `binarizer`: one of ZXing's (default LocalAverage, its hybrid
  * local-mean one) or 'MeanWindow', our own mean-window threshold (binarize.ts) handed to ZXing
  * already binarized. `denoise`: ZXing's morphological closing pass when the first read fails.
- * `downscale`: ZXing's own downscaled retries (factor 3 from 500 px). `resample`: when ZXing
- * locates a code it cannot decode, read its modules again by their mean (resample.ts).
+ * `downscale`: ZXing's own downscaled retries (factor 3 from 500 px).
  */
 export type ScanBinarizer = Binarizer | 'MeanWindow';
 export interface ZxingVariant {
   readonly binarizer?: ScanBinarizer;
   readonly denoise?: boolean;
   readonly downscale?: boolean;
-  readonly resample?: boolean;
   /** MeanWindow only: the window's side in px (odd) and the bias below its mean (default 25 and 10). */
   readonly window?: number;
   readonly bias?: number;
@@ -50,8 +47,8 @@ const readerOptions: ReaderOptions = {
 
 const variantOptions = new Map<string, ReaderOptions>();
 
-function optionsFor({ binarizer = 'LocalAverage', denoise = false, downscale = false, resample = false }: ZxingVariant): ReaderOptions {
-  const key = `${binarizer}/${denoise}/${downscale}/${resample}`;
+function optionsFor({ binarizer = 'LocalAverage', denoise = false, downscale = false }: ZxingVariant): ReaderOptions {
+  const key = `${binarizer}/${denoise}/${downscale}`;
   let options = variantOptions.get(key);
   if (!options) {
     options = {
@@ -59,16 +56,11 @@ function optionsFor({ binarizer = 'LocalAverage', denoise = false, downscale = f
       binarizer: binarizer === 'MeanWindow' ? 'BoolCast' : binarizer,
       tryDenoise: denoise,
       tryDownscale: downscale,
-      // A located code that failed to decode comes back (isValid false) with its corners.
-      returnErrors: resample,
     };
     variantOptions.set(key, options);
   }
   return options;
 }
-
-// A clean code drawn from resampled modules: decoded as a pure symbol, nothing to detect.
-const pureOptions: ReaderOptions = { ...readerOptions, isPure: true, tryHarder: false, maxNumberOfSymbols: 1 };
 
 let zxingReady: Promise<unknown> | undefined;
 
@@ -99,21 +91,8 @@ export async function zxingDecode(luma: LumaImage, variant: ZxingVariant = {}): 
   await zxingModule();
   const input = variant.binarizer === 'MeanWindow' ? meanWindowThreshold(luma, variant.window, variant.bias) : luma;
   const results = await readBarcodes(pgm(input), optionsFor(variant));
-  const texts = results.filter((r) => r.isValid).map((r) => r.text);
-  if (texts.length > 0 || !variant.resample) return texts;
-  for (const failed of results) {
-    const version = Number(failed.version);
-    if (failed.isValid || !Number.isInteger(version) || version < 1 || version > 40) continue; // Micro QR versions read 'M1'..'M4'
-    const symbol = { ...failed.position, size: 17 + 4 * version };
-    const bits = moduleBits(moduleMeans(luma, symbol, RESAMPLE_RADIUS), symbol.size, 'local');
-    const reread = await readBarcodes(pgm(pureCode(bits, symbol.size)), pureOptions);
-    texts.push(...reread.filter((r) => r.isValid).map((r) => r.text));
-  }
-  return texts;
+  return results.filter((r) => r.isValid).map((r) => r.text);
 }
-
-/** Radius, in modules, of the disk whose mean a resampled module reads. */
-const RESAMPLE_RADIUS = 0.2;
 
 /** A luminance image as a binary PGM file: what readBarcodes takes without a JS colour pass. */
 export function pgm(luma: LumaImage): Uint8Array {

@@ -73,13 +73,11 @@ export interface Rung {
   readonly bias?: number;
   /** ZXing only: its own downscaled retries. */
   readonly downscale?: boolean;
-  /** ZXing only: a located code that fails is read again module by module (resample.ts). */
-  readonly resample?: boolean;
 }
 
 /** Rungs that decode the same image the same way except for scale. */
 function sameMethod(a: Rung, b: Rung): boolean {
-  return a.decoder === b.decoder && a.blur === b.blur && (a.binarizer ?? 'LocalAverage') === (b.binarizer ?? 'LocalAverage') && !!a.denoise === !!b.denoise && a.window === b.window && a.bias === b.bias && !!a.downscale === !!b.downscale && !!a.resample === !!b.resample;
+  return a.decoder === b.decoder && a.blur === b.blur && (a.binarizer ?? 'LocalAverage') === (b.binarizer ?? 'LocalAverage') && !!a.denoise === !!b.denoise && a.window === b.window && a.bias === b.bias && !!a.downscale === !!b.downscale;
 }
 
 /**
