@@ -29,5 +29,9 @@ export const BENCH_LADDERS: Readonly<Record<string, readonly Rung[]>> = {
   '+tryDownscale': withRungs(zxing('native', true, { downscale: true })),
   '+scales 320/280/120': withRungs(zxing(320, false), zxing(280, true), zxing(120, false)),
   "+MeanWindow 25/10 (WeChat's)": withRungs(zxing(240, false, { binarizer: 'MeanWindow', window: 25, bias: 10 }), zxing(400, false, { binarizer: 'MeanWindow', window: 25, bias: 10 })),
+  '+MeanWindow 25/0 only': withRungs(zxing(200, false, { binarizer: 'MeanWindow', window: 25, bias: 0 })),
+  '+MeanWindow 15/0 only': withRungs(zxing(200, false, { binarizer: 'MeanWindow', window: 15, bias: 0 })),
+  '+MeanWindow 25/0 and 15/0': withRungs(zxing(200, false, { binarizer: 'MeanWindow', window: 25, bias: 0 }), zxing(200, false, { binarizer: 'MeanWindow', window: 15, bias: 0 })),
+  '+MeanWindow 25/0 and 15/5 at 240': withRungs(zxing(200, false, { binarizer: 'MeanWindow', window: 25, bias: 0 }), zxing(240, false, { binarizer: 'MeanWindow', window: 15, bias: 5 })),
   now: SCAN_LADDER,
 };

@@ -16,6 +16,7 @@
  */
 import { parseArgs } from 'node:util';
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { rawImage, type RawImage } from '../../src/image/raw.ts';
@@ -34,6 +35,7 @@ const { values } = parseArgs({
     ladders: { type: 'string' },
     uhd: { type: 'string', default: '12' },
     runs: { type: 'string', default: '15' },
+    json: { type: 'string' },
   },
   allowPositionals: true,
 });
@@ -152,5 +154,9 @@ for (const name of ladderNames) {
 }
 console.log('\nSynthetic timing cases (scan-check.ts): a plain code on a noisy canvas, and the same with its finders painted over');
 console.table(synthetic);
+if (values.json) {
+  const perImage = corpus.map((c, i) => ({ file: c.file, kind: c.kind, about: c.style ?? `${c.workflow} ${c.pattern} v${c.version}`, referees: refs[i]!.anyView, reads: Object.fromEntries(ladderNames.map((n) => [n, outcomes.get(n)![i]!.read])) }));
+  await writeFile(values.json, JSON.stringify(perImage, null, 1));
+}
 console.log(`\nSCAN_LADDER (${SCAN_LADDER.length} rungs) said true for a content the image does not encode: ${falseClaims} of ${corpus.length} (must be 0)`);
 console.log(`wall ${((performance.now() - t0) / 1000).toFixed(0)} s`);

@@ -56,9 +56,10 @@ export interface RungRead {
 /**
  * One decode attempt: a decoder on the image scaled so the code spans about `codePx` pixels
  * ('native': the image itself, or for a huge image an area-averaged copy of at most
- * NATIVE_MAX_PIXELS), optionally after a 3x3 blur. Never upscaled. A rung whose image
- * would be within 15% of the scale of one already tried with the same decoder and blur is
- * skipped without counting: it would mostly repeat that attempt.
+ * NATIVE_MAX_PIXELS), optionally after a 3x3 blur; ZXing rungs may pick another binarizer
+ * or pass (decoders.ts). Never upscaled. A rung whose image would be within 15% of the scale
+ * of one already tried the same way (decoder, blur, binarizer and passes) is skipped without
+ * counting: it would mostly repeat that attempt.
  */
 export interface Rung {
   readonly decoder: DecoderName;
@@ -77,7 +78,8 @@ export interface Rung {
 
 /** Rungs that decode the same image the same way except for scale. */
 function sameMethod(a: Rung, b: Rung): boolean {
-  return a.decoder === b.decoder && a.blur === b.blur && (a.binarizer ?? 'LocalAverage') === (b.binarizer ?? 'LocalAverage') && !!a.denoise === !!b.denoise && a.window === b.window && a.bias === b.bias && !!a.downscale === !!b.downscale;
+  const binarizer = (r: Rung) => `${r.binarizer ?? 'LocalAverage'}/${r.window}/${r.bias}`;
+  return a.decoder === b.decoder && a.blur === b.blur && binarizer(a) === binarizer(b) && !!a.denoise === !!b.denoise && !!a.downscale === !!b.downscale;
 }
 
 /**
@@ -85,19 +87,22 @@ function sameMethod(a: Rung, b: Rung): boolean {
  * code, which is what rescues artistic codes (they pass or fail almost at random from one
  * sampling to the next). ZXing with its hybrid binarizer takes five: the code at ~400 px,
  * ~240 px blurred, the native pixels, ~200 px blurred and ~160 px. Then ZXing twice more on the
- * code at ~200 px binarized by a plain mean window (binarize.ts), 25 px and 15 px wide, no
- * bias: the binarizer phone decoders carry beside the hybrid one (WeChat's decoder tries a
- * 25 px mean window), which keeps modules that the hybrid binarizer's ~40 px neighbourhoods
- * flatten into the art. On 440 art images and phone captures (demo-model art and codes
- * stylized by image operations) those two rungs took the check from 283 to 322 reads, missing
- * 12 instead of 45 of the 322 that a referee (ZBar, OpenCV or WeChat's decoder) reads, at the
- * price of 12 reads no referee makes instead of 6; ZXing's other binarizers, its denoise and
- * downscale passes, more scales and re-reading located codes module by module each added at
- * most 4 reads, never a wrong one (docs/scan-repair.md, "Decoding";
- * scripts/bench/scan-corpus.ts). jsQR (several times slower, reads less, but sometimes what
- * ZXing misses) comes last, on the ~160 px image. Measured on the 2-core dev machine: a ZXing
- * rung costs 0.5-5 ms at SD, the jsQR rung 5-15 ms, and the whole ladder has to fit 40 ms at
- * SD and 200 ms at UltraHD (scripts/bench/scan-check.ts), which is what bounds it to eight rungs.
+ * code at ~200 px binarized by a plain mean window (binarize.ts): 25 px wide with no bias, then
+ * 15 px wide less 10 levels. Phone decoders carry that binarizer beside the hybrid one (WeChat's
+ * tries a 25 px window less 10); it keeps modules that the hybrid binarizer's ~40 px
+ * neighbourhoods, or its blocks of under 24 levels of range, flatten into the art. On 440
+ * images (demo-model art, codes stylized by image operations, phone captures of both) the two
+ * rungs took the check from 271 to 289 reads, and from 391 to 407 images where it agrees with
+ * the referees (ZBar, OpenCV, WeChat's decoder: it reads where one of them reads, and not where
+ * none does): it misses 29 of the 314 codes a referee reads instead of 46, and reads 4 that
+ * none reads instead of 3. A 15 px window with no bias read 19 more, 11 of them codes no
+ * referee reads; ZXing's other binarizers, its denoise and downscale passes, more scales and
+ * re-reading located codes module by module each added at most 7 reads (docs/scan-repair.md,
+ * "Decoding"; scripts/bench/scan-corpus.ts). jsQR (several times slower, reads less, but
+ * sometimes what ZXing misses) comes last, on the ~160 px image. Measured on the 2-core dev
+ * machine: a ZXing rung costs 0.5-5 ms at SD, the jsQR rung 5-15 ms; the check takes ~3 ms
+ * (median) on SD art it reads and ~100 ms at UltraHD, within the 40 ms and 200 ms it has, and
+ * under ~170 ms on an image it cannot read (scripts/bench/scan-check.ts, scan-corpus.ts).
  */
 export const SCAN_LADDER: readonly Rung[] = [
   { decoder: 'zxing', codePx: 400, blur: false },
@@ -106,7 +111,7 @@ export const SCAN_LADDER: readonly Rung[] = [
   { decoder: 'zxing', codePx: 200, blur: true },
   { decoder: 'zxing', codePx: 160, blur: false },
   { decoder: 'zxing', codePx: 200, blur: false, binarizer: 'MeanWindow', window: 25, bias: 0 },
-  { decoder: 'zxing', codePx: 200, blur: false, binarizer: 'MeanWindow', window: 15, bias: 0 },
+  { decoder: 'zxing', codePx: 200, blur: false, binarizer: 'MeanWindow', window: 15, bias: 10 },
   { decoder: 'jsqr', codePx: 160, blur: false },
 ];
 

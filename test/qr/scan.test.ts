@@ -86,7 +86,7 @@ describe('scanCheck', () => {
     expect(SCAN_LADDER.at(-1)).toMatchObject({ decoder: 'jsqr' });
     expect(SCAN_LADDER.slice(0, -1).every((rung) => rung.decoder === 'zxing')).toBe(true);
     const meanWindows = SCAN_LADDER.filter((rung) => rung.binarizer === 'MeanWindow');
-    expect(meanWindows.map((rung) => [rung.codePx, rung.window, rung.bias])).toEqual([[200, 25, 0], [200, 15, 0]]);
+    expect(meanWindows.map((rung) => [rung.codePx, rung.window, rung.bias])).toEqual([[200, 25, 0], [200, 15, 10]]);
     // The mean-window rungs come after every hybrid one: they are the widening, tried when those fail.
     expect(SCAN_LADDER.findIndex((rung) => rung.binarizer === 'MeanWindow')).toBe(SCAN_LADDER.filter((rung) => rung.decoder === 'zxing' && !rung.binarizer).length);
   });
