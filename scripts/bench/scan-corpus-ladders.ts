@@ -4,7 +4,8 @@
  * and SCAN_LADDER as it is now. Each widening adds its rungs just before the jsQR rung, where
  * the kept ones sit too. A module-by-module re-read of codes ZXing located but could not decode
  * was measured too (commit 6fc4a38, src/qr/resample.ts there: 3 reads more than the previous
- * ladder on 440 images, 1 more than the current one) and dropped as not worth its code.
+ * ladder on that commit's 440 images, 1 more than its mean-window ladder) and dropped as not worth
+ * its code.
  */
 import { SCAN_LADDER, type Rung } from '../../src/qr/scan.ts';
 
