@@ -3,9 +3,9 @@
  * hybrid binarizer at five scales, jsQR at one), that ladder with one kind of widening each,
  * and SCAN_LADDER as it is now. Each widening adds its rungs just before the jsQR rung, where
  * the kept ones sit too. A module-by-module re-read of codes ZXing located but could not decode
- * was measured too (commit 6fc4a38, src/qr/resample.ts there: 3 reads more than the previous
- * ladder on that commit's 440 images, 1 more than its mean-window ladder) and dropped as not worth
- * its code.
+ * was measured too (commit 6fc4a38, src/qr/resample.ts there: 6 reads more than the previous
+ * ladder on that commit's 440 images, each one a referee makes too, but 1 more than its
+ * mean-window ladder) and dropped as not worth its code.
  */
 import { SCAN_LADDER, type Rung } from '../../src/qr/scan.ts';
 
