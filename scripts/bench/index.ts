@@ -6,6 +6,8 @@ const BENCHES: Record<string, string> = {
   qr: './qr.ts',
   scale: './scale.ts',
   scan: './scan.ts',
+  'scan-check': './scan-check.ts',
+  'scan-corpus': './scan-corpus.ts',
   'scan-regen': './scan-regen.ts',
   worker: './worker.ts',
 };
