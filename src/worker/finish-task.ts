@@ -1,8 +1,8 @@
 /**
  * What runs on the finishing pool's threads (finish-pool.ts): the CPU tail of an image, after
- * the inference thread hands it over. QR images get ensureScannable (scan check and, at the
- * request's qrRepair level, the module repair) and a PNG of the image delivered; other images
- * (outpainting) just the PNG.
+ * the inference thread hands it over. QR images get ensureScannable (the family verdict: scan
+ * check and simulated phone captures; at the request's qrRepair level, the module repair) and a
+ * PNG of the image delivered; other images (outpainting) just the PNG.
  */
 import { encodePng } from '../image/decode.ts';
 import { ensureScannable, type QrGeometry, type RepairMode } from '../qr/guarantee.ts';
@@ -24,8 +24,10 @@ export interface FinishTask {
 
 export interface FinishResult {
   readonly png: ArrayBuffer;
-  /** The scan verdict on the delivered image (absent without `scan`). */
+  /** The family verdict on the delivered image, isScanables (absent without `scan`). */
   readonly scannable?: boolean;
+  /** Share of the capture family's captures of the delivered image read, 0..1 (absent without `scan`). */
+  readonly robustness?: number;
   readonly repaired: boolean;
   readonly changedModules: number;
   /** Scan check and repair together; repairMs of it in the repair passes (0 when none ran). */
@@ -49,6 +51,7 @@ export default async function finish(task: FinishTask): Promise<FinishResult> {
   return {
     png: ownBuffer(png),
     scannable: checked.scannable,
+    robustness: checked.robustness,
     repaired: checked.repaired,
     changedModules: checked.changedModules,
     scanMs,

@@ -2,21 +2,23 @@
  * The per-module repair and the scannability guarantee on images built to fail in known ways:
  * a code whose modules the "art" (a smooth colour field) covers, a code with a few modules and
  * a finder painted over, a blank canvas. Decoded by ZBar and OpenCV (decoders we did not write)
- * after a simulated phone capture. Seeded, so every run sees the same images.
+ * after simulated phone captures drawn from the capture family with seeds the check never uses
+ * (held out). Seeded, so every run sees the same images.
  */
 import { describe, expect, it } from 'vitest';
 import { rawImage, type RawImage } from '../../src/image/raw.ts';
 import { toLuma } from '../../src/image/luma.ts';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
 import { ModuleRole } from '../../src/qr/encode.ts';
+import { familyParams, simulateCapture } from '../../src/qr/capture-family.ts';
 import { ensureScannable, type QrGeometry } from '../../src/qr/guarantee.ts';
+import { CHECK_SEED, COUNT, MIN_READ } from '../../src/qr/robustness.ts';
 import { checkModules, repairModules, shiftLuminance } from '../../src/qr/repair.ts';
 import { scanCheck } from '../../src/qr/scan.ts';
 import { mulberry32 } from '../../src/util/mulberry32.ts';
 import type { QrCodePattern } from '../../src/workflows/catalogue.ts';
 import { opencvDecode, zbarDecode } from '../helpers/independent-decoders.ts';
 import { changedShare, ssim } from './image-metrics.ts';
-import { captureParams, simulateCapture } from './phone-capture.ts';
 
 const CONTENT = 'https://qr-art.example/p/8f14e45f';
 
@@ -96,8 +98,13 @@ function paintModule(fixture: Fixture, r: number, c: number, rgb: readonly numbe
 
 const exactly = (texts: readonly string[]) => texts.length > 0 && texts.every((t) => t === CONTENT);
 
+/** One held-out capture from the family (seed offset so it is never the check's). */
 async function readAfterCapture(image: RawImage, geometry: QrGeometry, seed: number): Promise<{ zbar: boolean; opencv: boolean }> {
-  const capture = await simulateCapture(image, geometry.layout.placement, captureParams(seed), seed);
+  const { placement, moduleSize } = geometry.layout;
+  const familySeed = 1000 + seed;
+  expect(familySeed).not.toBe(CHECK_SEED);
+  const [params] = familyParams(familySeed, 1, { modules: placement.side / moduleSize });
+  const capture = await simulateCapture(image, placement, params!, familySeed);
   return { zbar: exactly(await zbarDecode(capture.image)), opencv: exactly(await opencvDecode(capture.image)) };
 }
 
@@ -118,6 +125,10 @@ describe('ensureScannable on a code the art has covered', () => {
     const result = await ensureScannable(broken.image, CONTENT, broken.geometry, 'on_failure', { codeSide: broken.codeSide });
     expect(result).toMatchObject({ scannable: true, repaired: true });
     expect(result.verdict.scannable).toBe(true);
+    // The family verdict's captures of the delivered image, every one of them run.
+    expect(result.captures).toMatchObject({ captures: COUNT, complete: true });
+    expect(result.robustness).toBe(result.captures.read / COUNT);
+    expect(result.robustness).toBeGreaterThanOrEqual(MIN_READ / COUNT);
     expect(result.changedModules).toBeGreaterThan(0);
     expect(result.changedPixels).toBe(Math.round(changedShare(broken.image, result.image) * broken.image.width * broken.image.height));
     expect(result.modulesAfter?.wrong).toBe(0);
@@ -249,12 +260,41 @@ describe('repairModules changes only what a decoder would misread', () => {
   });
 });
 
+describe('ensureScannable judges by the capture family, not the scan check alone', () => {
+  /** The plain code in two close greys: the scan check reads it, a phone's capture buries it. */
+  function faintCode(): Fixture {
+    const fixture = cleanCode();
+    const { data } = fixture.image;
+    for (let i = 0; i < data.length; i += 3) data.fill(data[i + 2]! === 120 ? 118 : 134, i, i + 3);
+    return fixture;
+  }
+
+  it('reports a faint code not scannable at off, though the scan check reads it', async () => {
+    const faint = faintCode();
+    const result = await ensureScannable(faint.image, CONTENT, faint.geometry, 'off', { codeSide: faint.codeSide });
+    expect(result.verdict.scannable).toBe(true);
+    expect(result.scannable).toBe(false);
+    expect(result.robustness).toBeLessThan(MIN_READ / COUNT);
+  });
+
+  it('repairs it at on_failure until the family reads it', async () => {
+    const faint = faintCode();
+    const result = await ensureScannable(faint.image, CONTENT, faint.geometry, 'on_failure', { codeSide: faint.codeSide });
+    expect(result).toMatchObject({ scannable: true, repaired: true });
+    expect(result.robustness).toBeGreaterThanOrEqual(MIN_READ / COUNT);
+    for (const seed of [7, 8]) expect(await readAfterCapture(result.image, faint.geometry, seed), `capture ${seed}`).toEqual({ zbar: true, opencv: true });
+  });
+});
+
 describe('ensureScannable levels and bounds', () => {
   it('off delivers the image as generated with an honest verdict', async () => {
     const broken = artLike({ strength: 0.2, covered: 0.2, seed: 3 });
     const result = await ensureScannable(broken.image, CONTENT, broken.geometry, 'off', { codeSide: broken.codeSide });
     expect(result).toMatchObject({ scannable: false, repaired: false, passes: 0, changedPixels: 0 });
     expect(result.image).toBe(broken.image);
+    // Off still judges the image over the whole family and says how much of it reads.
+    expect(result.captures).toMatchObject({ captures: COUNT, complete: true });
+    expect(result.robustness).toBeLessThan(MIN_READ / COUNT);
   });
 
   it('without geometry (a client-supplied code image) only checks', async () => {
