@@ -1,0 +1,152 @@
+/**
+ * The printed figures of `npm run bench -- scan` (scan.ts gathers the rows): the family verdict
+ * and robustness before and after the repair, the held-out referees, the plain-control
+ * calibration, the visual cost and the time, then the targets, met or missed.
+ */
+import { summarize } from './scan-check.ts';
+
+/** Per held-out capture of one image: whether each referee read exactly the content. */
+export interface Referees {
+  readonly zbar: boolean[];
+  readonly opencv: boolean[];
+}
+
+export interface Judged {
+  /** The family verdict (isScanables). */
+  readonly scannable: boolean;
+  /** Share of the check's captures read. */
+  readonly robustness: number;
+  readonly referees: Referees;
+}
+
+export interface Row {
+  readonly workflow: string;
+  readonly size: string;
+  readonly version: number;
+  readonly before: Judged;
+  readonly after: Judged;
+  readonly repaired: boolean;
+  readonly passes: number;
+  readonly changedModules: number;
+  /** ensureScannable, all of it. */
+  readonly guaranteeMs: number;
+  /** Its repair passes and their verdicts. */
+  readonly repairMs: number;
+  /** One full family verdict (scan check + every capture) of the image as generated. */
+  readonly verdictMs: number;
+  readonly ssim?: number;
+  readonly ssimCode?: number;
+  readonly changed?: number;
+  readonly changedCode?: number;
+}
+
+export interface Report {
+  readonly rows: readonly Row[];
+  readonly controls: ReadonlyArray<{ scannable: boolean; robustness: number; referees: Referees }>;
+  readonly mode: string;
+  readonly seed: number;
+  readonly steps: number;
+  readonly heldOut: number;
+  readonly jobs: number;
+  readonly wallS: number;
+}
+
+const pct = (n: number, d: number) => (d === 0 ? 'n/a' : `${((100 * n) / d).toFixed(1)}%`);
+const count = <T>(xs: readonly T[], f: (x: T) => boolean) => xs.filter(f).length;
+const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
+
+/** Per capture: the share of all held-out captures read; per image: read in every one, in most. */
+function refereeCells(list: readonly Referees[], name: 'zbar' | 'opencv'): Record<string, string> {
+  const captures = list.flatMap((r) => r[name]);
+  const label = name === 'zbar' ? 'ZBar' : 'OpenCV';
+  return {
+    [`${label}: captures`]: pct(count(captures, Boolean), captures.length),
+    [`${label}: images, every capture`]: pct(count(list, (r) => r[name].every(Boolean)), list.length),
+    [`${label}: images, most captures`]: pct(count(list, (r) => 2 * count(r[name], Boolean) > r[name].length), list.length),
+  };
+}
+
+function refereeRow(images: string, list: readonly Referees[]): Record<string, string> {
+  return { images: `${images} (${list.length})`, ...refereeCells(list, 'zbar'), ...refereeCells(list, 'opencv') };
+}
+
+export function report(r: Report): void {
+  const { rows, controls } = r;
+  const n = rows.length;
+  const reported = rows.filter((x) => x.after.scannable);
+  const repairedRows = rows.filter((x) => x.repaired);
+  console.log(
+    `\nScan robustness under the capture family: ${n} images from ${r.jobs} jobs (demo graphs, ${r.steps} steps, CPU), repair level ${r.mode}, ` +
+      `seed ${r.seed}, ${r.heldOut} held-out captures per image, Node ${process.version}, ${r.wallS.toFixed(0)} s`,
+  );
+  console.table([
+    { images: 'before repair', 'family verdict (isScanables)': pct(count(rows, (x) => x.before.scannable), n), 'robustness (mean share of check captures read)': mean(rows.map((x) => x.before.robustness)).toFixed(3) },
+    { images: `after repair (${r.mode})`, 'family verdict (isScanables)': pct(count(rows, (x) => x.after.scannable), n), 'robustness (mean share of check captures read)': mean(rows.map((x) => x.after.robustness)).toFixed(3) },
+    { images: 'plain control images', 'family verdict (isScanables)': pct(count(controls, (c) => c.scannable), controls.length), 'robustness (mean share of check captures read)': mean(controls.map((c) => c.robustness)).toFixed(3) },
+  ]);
+  console.log('Held-out captures (family seeds other than the check\'s), read by the referees:');
+  console.table([
+    refereeRow('before repair, all', rows.map((x) => x.before.referees)),
+    refereeRow('after repair, all', rows.map((x) => x.after.referees)),
+    refereeRow('after, isScanables = true', reported.map((x) => x.after.referees)),
+    refereeRow('after, isScanables = false', rows.filter((x) => !x.after.scannable).map((x) => x.after.referees)),
+    refereeRow('plain control images', controls.map((c) => c.referees)),
+  ]);
+
+  const byFamily = new Map<string, Row[]>();
+  for (const x of rows) {
+    const family = x.workflow.startsWith('generate_qr_art_v5') ? x.workflow.replace('generate_qr_art_', '') : 'v4 family';
+    byFamily.set(family, [...(byFamily.get(family) ?? []), x]);
+  }
+  console.table(
+    [...byFamily].map(([family, rs]) => ({
+      family,
+      images: rs.length,
+      'scannable before': pct(count(rs, (x) => x.before.scannable), rs.length),
+      'scannable after': pct(count(rs, (x) => x.after.scannable), rs.length),
+      repaired: pct(count(rs, (x) => x.repaired), rs.length),
+      'after: ZBar captures': pct(count(rs.flatMap((x) => x.after.referees.zbar), Boolean), rs.length * r.heldOut),
+      'after: OpenCV captures': pct(count(rs.flatMap((x) => x.after.referees.opencv), Boolean), rs.length * r.heldOut),
+    })),
+  );
+
+  const ssimAll = mean(rows.map((x) => x.ssim ?? 1));
+  const ssimCodeAll = mean(rows.map((x) => x.ssimCode ?? 1));
+  const ssimRepaired = mean(repairedRows.map((x) => x.ssim!));
+  const ssimCodeRepaired = mean(repairedRows.map((x) => x.ssimCode!));
+  const ms = summarize(rows.map((x) => x.guaranteeMs));
+  const verdictMs = summarize(rows.map((x) => x.verdictMs));
+  const repairMs = summarize(repairedRows.map((x) => x.repairMs));
+  const passes = [0, 1, 2, 3, 4, 5, 6].map((p) => `${p}: ${count(rows, (x) => x.passes === p)}`).filter((s) => !s.endsWith(': 0'));
+  console.table([
+    { figure: 'images repaired', value: `${repairedRows.length}/${n} (${pct(repairedRows.length, n)})` },
+    { figure: 'repair passes (images per count)', value: passes.join(', ') },
+    { figure: 'modules changed per repaired image (mean / median)', value: `${mean(repairedRows.map((x) => x.changedModules)).toFixed(0)} / ${summarize(repairedRows.map((x) => x.changedModules)).medianMs}` },
+    { figure: 'pixels changed, repaired images (whole image / code square)', value: `${(100 * mean(repairedRows.map((x) => x.changed!))).toFixed(2)}% / ${(100 * mean(repairedRows.map((x) => x.changedCode!))).toFixed(2)}%` },
+    { figure: 'SSIM after vs before, repaired images (whole / code square, mean)', value: `${ssimRepaired.toFixed(4)} / ${ssimCodeRepaired.toFixed(4)}` },
+    { figure: 'SSIM after vs before, all images (unrepaired = 1; whole / code square)', value: `${ssimAll.toFixed(4)} / ${ssimCodeAll.toFixed(4)}` },
+    { figure: 'SSIM, worst repaired image (whole / code square)', value: `${Math.min(...repairedRows.map((x) => x.ssim!)).toFixed(4)} / ${Math.min(...repairedRows.map((x) => x.ssimCode!)).toFixed(4)}` },
+    { figure: 'family verdict of an image as generated, ms (median / p95)', value: `${verdictMs.medianMs.toFixed(0)} / ${verdictMs.p95Ms.toFixed(0)}` },
+    { figure: 'repair passes with their verdicts, repaired images, ms (median / p95)', value: `${repairMs.medianMs.toFixed(0)} / ${repairMs.p95Ms.toFixed(0)}` },
+    { figure: 'ensureScannable per image, ms (median / p95)', value: `${ms.medianMs.toFixed(0)} / ${ms.p95Ms.toFixed(0)}` },
+  ]);
+
+  const scannableAfter = count(rows, (x) => x.after.scannable);
+  const zbarOk = count(reported, (x) => x.after.referees.zbar.every(Boolean));
+  const opencvOk = count(reported, (x) => x.after.referees.opencv.every(Boolean));
+  const targets = [
+    [`scannable after repair (family verdict): ${scannableAfter}/${n} (${pct(scannableAfter, n)}; target >= 99.5%)`, scannableAfter / n >= 0.995],
+    [`isScanables=true images ZBar reads in every held-out capture: ${zbarOk}/${reported.length} (${pct(zbarOk, reported.length)}; target 100%)`, zbarOk === reported.length],
+    [`isScanables=true images OpenCV reads in every held-out capture: ${opencvOk}/${reported.length} (${pct(opencvOk, reported.length)}; target 100%)`, opencvOk === reported.length],
+    [`mean SSIM after vs before, repaired images, whole image: ${ssimRepaired.toFixed(4)} (target >= 0.92)`, !(ssimRepaired < 0.92)],
+    [`mean SSIM after vs before, repaired images, code's square: ${ssimCodeRepaired.toFixed(4)} (target >= 0.80)`, !(ssimCodeRepaired < 0.8)],
+  ] as const;
+  for (const [text, met] of targets) console.log(`${met ? 'MET    ' : 'MISSED '} ${text}`);
+  const unscannable = rows.map((x, i) => ({ i, x })).filter(({ x }) => !x.after.scannable);
+  if (unscannable.length) console.log(`not scannable after repair: ${unscannable.map(({ i, x }) => `#${i} ${x.workflow} ${x.size} v${x.version} passes=${x.passes} robustness=${x.after.robustness.toFixed(2)}`).join('; ')}`);
+  const misses = reported.filter((x) => !(x.after.referees.zbar.every(Boolean) && x.after.referees.opencv.every(Boolean)));
+  if (misses.length) {
+    const list = misses.map((x) => `#${rows.indexOf(x)} ${x.workflow.replace('generate_qr_art_', '')} ${x.size} v${x.version} zbar=${x.after.referees.zbar.map(Number).join('')} opencv=${x.after.referees.opencv.map(Number).join('')}`);
+    console.log(`isScanables=true but a referee missed a held-out capture: ${list.join('; ')}`);
+  }
+}
