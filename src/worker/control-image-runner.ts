@@ -6,10 +6,10 @@ import { placeByArea } from '../image/resample.ts';
 import { placeClientCode, type ClientCodePlacement } from '../qr/client-layout.ts';
 import { renderControlImage } from '../qr/control-image.ts';
 import { QrContentTooLongError } from '../qr/encode.ts';
-import type { QrGeometry } from '../qr/guarantee.ts';
+import { ensureScannable, type QrGeometry } from '../qr/guarantee.ts';
 import { QrLayoutError, type Canvas } from '../qr/layout.ts';
 import { locateQr, type LocatedQr } from '../qr/locate.ts';
-import { decodeAny, scanCheck } from '../qr/scan.ts';
+import { decodeAny } from '../qr/scan.ts';
 import type { JobMessage } from '../queue/schemas.ts';
 import { isWorkflowName } from '../workflows/catalogue.ts';
 import { controlPlanFor, type ControlPlan } from '../workflows/control.ts';
@@ -43,10 +43,11 @@ export class ControlImageRunner implements JobRunner {
     if (plan.kind === 'none') {
       throw new JobInputError(`${job.workflow} needs the diffusion pipeline, which this worker does not have yet`, 'workflow_unavailable');
     }
-    const { image, expected, codeSide } = await jobControlImage(plan, this.options, signal);
+    const { image, expected, codeSide, geometry } = await jobControlImage(plan, this.options, signal);
     const png = await encodePng(image);
-    const { scannable } = await scanCheck(image, expected, { codeSide });
-    const images: RenderedImage[] = Array.from({ length: job.imageCount }, () => ({ data: png, extension: 'png', isScannable: scannable }));
+    // The same verdict as generated images get (the capture family), never a repair.
+    const { scannable, robustness } = await ensureScannable(image, expected, geometry, 'off', { codeSide });
+    const images: RenderedImage[] = Array.from({ length: job.imageCount }, () => ({ data: png, extension: 'png', isScannable: scannable, scanRobustness: robustness }));
     return { kind: 'images', images };
   }
 }

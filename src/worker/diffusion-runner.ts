@@ -193,7 +193,7 @@ export class DiffusionRunner implements JobRunner {
     timings.scan = finished.reduce((sum, f) => sum + f.scanMs, 0);
     timings.png = finished.reduce((sum, f) => sum + f.pngMs, 0);
     timings.total = performance.now() - t0;
-    const images: RenderedImage[] = finished.map((f) => ({ data: new Uint8Array(f.png), extension: 'png', isScannable: f.scannable! }));
+    const images: RenderedImage[] = finished.map((f) => ({ data: new Uint8Array(f.png), extension: 'png', isScannable: f.scannable!, ...(f.robustness !== undefined ? { scanRobustness: f.robustness } : {}) }));
     const repair = { mode: scan.mode, repaired: finished.filter((f) => f.repaired).length, changedModules: finished.reduce((n, f) => n + f.changedModules, 0) };
     this.repairTotals.images += finished.length;
     this.repairTotals.repaired += repair.repaired;

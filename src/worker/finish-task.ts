@@ -44,7 +44,10 @@ export default async function finish(task: FinishTask): Promise<FinishResult> {
     return { png: ownBuffer(png), repaired: false, changedModules: 0, scanMs: 0, repairMs: 0, pngMs: performance.now() - t0 };
   }
   const { expected, geometry, mode, codeSide } = task.scan;
-  const checked = await ensureScannable(image, expected, geometry, mode, { codeSide });
+  // Without geometry (a client code that could not be located) the code is the letterboxed
+  // square of side codeSide in the middle of the canvas: that is what the captures frame.
+  const square = geometry ? undefined : centredSquare(image.width, image.height, codeSide);
+  const checked = await ensureScannable(image, expected, geometry, mode, { codeSide, ...(square ? { square } : {}) });
   const scanMs = performance.now() - t0;
   const p0 = performance.now();
   const png = await encodePng(checked.image);
@@ -58,6 +61,11 @@ export default async function finish(task: FinishTask): Promise<FinishResult> {
     repairMs: checked.repairMs,
     pngMs: performance.now() - p0,
   };
+}
+
+function centredSquare(width: number, height: number, side: number): { x: number; y: number; side: number } {
+  const s = Math.min(side, width, height);
+  return { x: Math.floor((width - s) / 2), y: Math.floor((height - s) / 2), side: s };
 }
 
 /** The PNG's bytes in an ArrayBuffer of their own (a Buffer may be a view into a shared pool). */

@@ -45,6 +45,9 @@ describe('with the control-image pipeline (the QR layer end to end, no models)',
     expect(done.status).toBe('executed');
     expect(done.isScanables).toEqual([true, true]);
     expect(done.output.images).toHaveLength(2);
+    // Per image, the share of the capture family read: a true verdict needs nearly all of them.
+    expect(done.output.scanRobustness).toHaveLength(2);
+    for (const share of done.output.scanRobustness as number[]) expect(share).toBeGreaterThanOrEqual(11 / 12);
     expect(new Set(done.output.images).size).toBe(2);
     for (const url of done.output.images as string[]) {
       // Output URLs use PUBLIC_BASE_URL (http://localhost:PORT by default); fetch through the API's own address.

@@ -21,6 +21,7 @@ import { JobInputError, type RenderedImage, type RunHooks, type RunOutcome } fro
 import { FinishPool } from '../../src/worker/finish-pool.ts';
 import { parseCreateBody } from '../../src/workflows/validate.ts';
 import { opencvDecode, zbarDecode } from '../helpers/independent-decoders.ts';
+import { COUNT, MIN_READ } from '../../src/qr/robustness.ts';
 
 const CONTENT = 'https://example.com/koi';
 
@@ -107,10 +108,13 @@ describe('DiffusionRunner on the demo models', () => {
   it('isScanables agrees with ZBar / OpenCV: true at qrStrength 1.3, false with the control off and no repair', async () => {
     for (const image of first) {
       expect(image.isScannable).toBe(true);
+      // A true verdict means the capture family reads it: at least MIN_READ of COUNT captures.
+      expect(image.scanRobustness).toBeGreaterThanOrEqual(MIN_READ / COUNT);
       expect(await refereeReads(image.data, CONTENT)).toBe(true);
     }
     const [plain] = images(await runner.run(v5({ qrStrength: 0, qrRepair: 'off' }), signal()));
     expect(plain!.isScannable).toBe(false);
+    expect(plain!.scanRobustness).toBeLessThan(MIN_READ / COUNT);
     expect(await refereeReads(plain!.data, CONTENT)).toBe(false);
   });
 
