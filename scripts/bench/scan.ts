@@ -3,6 +3,7 @@
  * (src/qr/guarantee.ts).
  *   npm run bench -- scan [--images N] [--mode on_failure|always] [--steps S] [--seed S] [--held-out H] [--out DIR] [--threads T]
  *   npm run bench -- scan --timing          (what the family verdict costs at 512, 768, 2048 px)
+ *   npm run bench -- scan --calibrate       (plain control images of every pattern under the family)
  *
  * Generates N images (default 300) with the demo graphs through the worker's own path
  * (controlPlanFor -> jobControlImage -> settingsFor -> the inference thread) over the seeded mix
@@ -46,6 +47,7 @@ import { opencvDecode, zbarDecode } from '../../test/helpers/independent-decoder
 import { changedShare, ssimWhereChanged } from '../../test/qr/image-metrics.ts';
 import { benchJobs, type Job } from './scan-jobs.ts';
 import { report, type Referees, type Row } from './scan-report.ts';
+import { benchCalibration } from './scan-calibration.ts';
 import { benchVerdictTiming } from './scan-timing.ts';
 
 const { values } = parseArgs({
@@ -58,12 +60,14 @@ const { values } = parseArgs({
     out: { type: 'string' },
     threads: { type: 'string', default: '1' },
     timing: { type: 'boolean', default: false },
+    calibrate: { type: 'boolean', default: false },
   },
   allowPositionals: true,
 });
 sharp.concurrency(1);
-if (values.timing) {
-  await benchVerdictTiming();
+if (values.timing || values.calibrate) {
+  if (values.timing) await benchVerdictTiming();
+  if (values.calibrate) await benchCalibration();
   process.exit(0);
 }
 const total = Number(values.images);

@@ -141,6 +141,7 @@ describe('the family verdict on plain control images (calibration)', () => {
       expect(verdict.robustness!.otherContent).toBeUndefined();
       expect(verdict.robustness!.read).toBeGreaterThanOrEqual(MIN_READ);
       for (const family of ['zxing', 'jsqr'] as const) expect(verdict.robustness!.byDecoder[family], family).toBeGreaterThanOrEqual(MIN_PER_FAMILY);
+      expect(verdict.robustness!.byAll).toBeLessThanOrEqual(Math.min(verdict.robustness!.byDecoder.zxing, verdict.robustness!.byDecoder.jsqr));
       expect(verdict.scannable).toBe(true);
     },
   );
@@ -190,7 +191,7 @@ describe('the family verdict refuses what a phone would not read', () => {
   });
 
   it('robustEnough needs nearly every capture, each decoder family, and no other text', () => {
-    const base = { share: 1, read: COUNT, captures: COUNT, byDecoder: { zxing: COUNT, jsqr: COUNT }, complete: true, ms: 0 };
+    const base = { share: 1, read: COUNT, captures: COUNT, byDecoder: { zxing: COUNT, jsqr: COUNT }, byAll: COUNT, complete: true, ms: 0 };
     expect(robustEnough(base)).toBe(true);
     expect(robustEnough({ ...base, read: MIN_READ })).toBe(true);
     expect(robustEnough({ ...base, read: MIN_READ - 1 })).toBe(false);
