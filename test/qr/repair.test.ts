@@ -297,7 +297,7 @@ describe('ensureScannable levels and bounds', () => {
     expect(result.robustness).toBeLessThan(MIN_READ / COUNT);
   });
 
-  it('without geometry (a client-supplied code image) only checks', async () => {
+  it('without geometry (a client code that could not be located) only checks', async () => {
     const broken = artLike({ strength: 0.2, covered: 0.2, seed: 3 });
     const result = await ensureScannable(broken.image, CONTENT, undefined, 'always', { codeSide: broken.codeSide });
     expect(result).toMatchObject({ scannable: false, repaired: false, passes: 0 });

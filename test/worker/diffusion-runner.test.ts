@@ -238,7 +238,7 @@ describe('DiffusionRunner on the demo models', () => {
     expect(Buffer.from(again!.data).equals(Buffer.from(facePng!.data))).toBe(true);
   });
 
-  it('v1: the client qrImage is fetched, letterboxed and generated over; isScanables agrees with the referees', async () => {
+  it('v1: the client qrImage is fetched, located, placed on the pixel grid and generated over; isScanables agrees with the referees', async () => {
     const canvas = { width: 400, height: 400 };
     const code = renderControlImage({ content: 'V1-CODE', pattern: 's1', canvas, placement: placementFor(canvas, 1), background: 'white', errorCorrectionLevel: 'H' });
     const png = await encodePng(code.image);
