@@ -17,10 +17,10 @@ import sharp from 'sharp';
 import type { LumaImage } from '../image/luma.ts';
 import { rawImage, type RawImage } from '../image/raw.ts';
 import { mulberry32 } from '../util/mulberry32.ts';
-import { expose, frameSource, gaussianBlur, homography, motionBlur, multiply, reduceSource, warpLuma, type FrameSource, type Matrix3 } from './capture-warp.ts';
+import { expose, frameSource, gaussianBlur, homography, motionBlur, multiply, reduceSource, warpLuma, type Exposure, type FrameSource, type Matrix3 } from './capture-warp.ts';
 
-/** One capture's parameters. */
-export interface CaptureParams {
+/** One capture's parameters: the geometry and optics here, the light and sensor in Exposure. */
+export interface CaptureParams extends Exposure {
   /** Side in px the placed square (code + quiet zone) spans in the capture. */
   readonly codeSide: number;
   readonly rotationDeg: number;
@@ -31,17 +31,6 @@ export interface CaptureParams {
   /** Motion blur: length of the streak in capture px, and its direction. */
   readonly motionPx: number;
   readonly motionDeg: number;
-  /** Contrast factor around the frame's mean (1 = unchanged). */
-  readonly contrast: number;
-  /** Exposure shift in levels. */
-  readonly brightness: number;
-  /** Illumination falls by this share from one side of the frame to the other, toward lightDeg. */
-  readonly lightGradient: number;
-  readonly lightDeg: number;
-  /** The frame's corners get this share less light than its centre. */
-  readonly vignette: number;
-  /** Sensor noise, standard deviation in levels. */
-  readonly noise: number;
   readonly jpegQuality: number;
 }
 
