@@ -54,14 +54,10 @@ interface Variant {
   readonly ms: number;
 }
 
-function robustnessOf(result: GuaranteeResult): number {
-  return (result as GuaranteeResult & { robustness?: number }).robustness ?? (result.scannable ? 1 : 0);
-}
-
 function variant(original: RawImage, result: GuaranteeResult, square: { x: number; y: number; side: number }, ms: number): Variant {
   const rect = { x: square.x, y: square.y, width: square.side, height: square.side };
   const { whole, inner } = ssimWhereChanged(original, result.image, rect, rect);
-  return { scannable: result.scannable, robustness: robustnessOf(result), ssim: whole, ssimCode: inner, changed: changedShare(original, result.image), ms };
+  return { scannable: result.scannable, robustness: result.robustness, ssim: whole, ssimCode: inner, changed: changedShare(original, result.image), ms };
 }
 
 const sessions = await demoSessions(['vae_encoder']);

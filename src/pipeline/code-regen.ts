@@ -23,7 +23,7 @@ import { applyPreset } from './prompts.ts';
 import { GaussianStream } from './random.ts';
 import { img2imgStartIndex } from './schedulers/index.ts';
 import type { DiffusionModel } from './sessions.ts';
-import { imageSeed, img2img, type StageTimer, type Txt2ImgRequest } from './txt2img.ts';
+import { imageSeed, img2img, passWorkSide, type StageTimer, type Txt2ImgRequest } from './txt2img.ts';
 
 export const CODE_REGEN = Object.freeze({
   /** Share of the schedule re-run: enough for the model to redraw a module, not the scene. */
@@ -67,8 +67,7 @@ export async function regenerateCode(targets: readonly CodeRegenTarget[], square
   const spec = target.model.spec;
   const strength = options.strength ?? CODE_REGEN.strength;
   const controlScale = Math.min(CODE_REGEN.maxControlScale, request.controlScale * (options.controlBoost ?? CODE_REGEN.controlBoost));
-  const cap = Math.floor(Math.sqrt(spec.refine.maxPixels) / spec.sizeMultiple) * spec.sizeMultiple;
-  const work = Math.min(cap, Math.ceil(Math.max(square.side, spec.nativeSize) / spec.sizeMultiple) * spec.sizeMultiple);
+  const work = passWorkSide(spec, square.side);
   const rect = { x: square.x, y: square.y, width: square.side, height: square.side };
 
   const styled = applyPreset(request.preset, request.prompt, request.negativePrompt ?? '');

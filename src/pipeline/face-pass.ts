@@ -15,7 +15,7 @@ import { GaussianStream } from './random.ts';
 import { img2imgStartIndex } from './schedulers/index.ts';
 import type { DiffusionModel } from './sessions.ts';
 import { encodePrompts, StageClock } from './diffusion-parts.ts';
-import { imageSeed, img2img, type StageTimer, type Txt2ImgRequest } from './txt2img.ts';
+import { imageSeed, img2img, passWorkSide, type StageTimer, type Txt2ImgRequest } from './txt2img.ts';
 
 export const FACE = Object.freeze({
   region: 0.5,
@@ -56,8 +56,7 @@ export async function enhanceFaces(images: readonly RawImage[], request: Txt2Img
   const spec = target.model.spec;
   const timer: StageTimer = hooks.timer ?? new StageClock();
   const sq = faceSquare(request.width, request.height);
-  const cap = Math.floor(Math.sqrt(spec.refine.maxPixels) / spec.sizeMultiple) * spec.sizeMultiple;
-  const work = Math.min(cap, Math.ceil(Math.max(sq.side, spec.nativeSize) / spec.sizeMultiple) * spec.sizeMultiple);
+  const work = passWorkSide(spec, sq.side);
 
   const styled = applyPreset(request.preset, request.prompt, request.negativePrompt ?? '');
   const negative = [styled.negativePrompt, FACE.negative].filter(Boolean).join(', ');

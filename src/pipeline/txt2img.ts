@@ -251,6 +251,16 @@ export interface PassContext {
 }
 
 /**
+ * Side of the square a crop of `side` px is redrawn at by a local pass (the face pass, the code
+ * regeneration): at least the model's native size, so a small crop is not drawn below it, at most
+ * what refinement may spend, a multiple of the model's size step.
+ */
+export function passWorkSide(spec: DiffusionModel['model']['spec'], side: number): number {
+  const cap = Math.floor(Math.sqrt(spec.refine.maxPixels) / spec.sizeMultiple) * spec.sizeMultiple;
+  return Math.min(cap, Math.ceil(Math.max(side, spec.nativeSize) / spec.sizeMultiple) * spec.sizeMultiple);
+}
+
+/**
  * img2img of one image at its own size (sides multiples of 8): VAE-encode, noise to step
  * `start` of a fresh schedule, denoise from there with `control` (the same size as the image),
  * decode. Canvases larger than the native area are encoded, denoised and decoded in overlapping
