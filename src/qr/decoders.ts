@@ -1,16 +1,19 @@
 /**
- * The two QR decoders the scan check runs, behind one shape: a luminance image in, every
- * text read out. ZXing-C++ (zxing-wasm, its .wasm read from node_modules, never a CDN), in
- * the variants a ladder rung asks for (binarizer, denoise, ...), and jsQR.
+ * The QR decoders we run, behind one shape: a luminance image in, every text read out.
+ * ZXing-C++ (zxing-wasm, its .wasm read from node_modules, never a CDN), in the variants a
+ * ladder rung asks for (binarizer, denoise, ...), jsQR, and ZBar (@undecaf/zbar-wasm, LGPL-2.1+:
+ * an unmodified npm package whose .wasm is loaded as its own module; docs/scan-repair.md says
+ * why that licence is acceptable).
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import jsQRModule from 'jsqr';
+import { scanGrayBuffer, ZBarConfigType, ZBarScanner, ZBarSymbolType } from '@undecaf/zbar-wasm';
 import { prepareZXingModule, readBarcodes, type Binarizer, type ReaderOptions } from 'zxing-wasm/reader';
 import { lumaToRgba, type LumaImage } from '../image/luma.ts';
 import { meanWindowThreshold } from './binarize.ts';
 
-export type DecoderName = 'zxing' | 'jsqr';
+export type DecoderName = 'zxing' | 'jsqr' | 'zbar';
 export type { Binarizer } from 'zxing-wasm/reader';
 
 /**
@@ -123,7 +126,35 @@ export function jsqrDecode(luma: LumaImage): string[] {
   return [plain ? utf8.decode(Uint8Array.from(code.binaryData)) : code.data];
 }
 
+let zbarScanner: Promise<ZBarScanner> | undefined;
+
+/** A ZBar scanner that looks for QR codes only (the default one tries every linear symbology too). */
+function qrOnlyScanner(): Promise<ZBarScanner> {
+  zbarScanner ??= (async () => {
+    const scanner = await ZBarScanner.create();
+    scanner.setConfig(ZBarSymbolType.ZBAR_NONE, ZBarConfigType.ZBAR_CFG_ENABLE, 0);
+    scanner.setConfig(ZBarSymbolType.ZBAR_QRCODE, ZBarConfigType.ZBAR_CFG_ENABLE, 1);
+    return scanner;
+  })().catch((error: unknown) => {
+    zbarScanner = undefined;
+    throw error;
+  });
+  return zbarScanner;
+}
+
+/**
+ * ZBar's texts (ZBar's C decoder, compiled to wasm by @undecaf/zbar-wasm; the .wasm is read from
+ * node_modules). ZBar reads luminance: the image goes in as a grey buffer, copied because ZBar's
+ * wrapper takes an ArrayBuffer of exactly width x height bytes. Texts are ZBar's UTF-8.
+ */
+export async function zbarDecode(luma: LumaImage): Promise<string[]> {
+  const gray = luma.data.slice().buffer as ArrayBuffer;
+  const symbols = await scanGrayBuffer(gray, luma.width, luma.height, await qrOnlyScanner());
+  return symbols.filter((s) => s.type === ZBarSymbolType.ZBAR_QRCODE).map((s) => s.decode());
+}
+
 export const decoders: Readonly<Record<DecoderName, (luma: LumaImage, variant?: ZxingVariant) => Promise<string[]> | string[]>> = {
   zxing: zxingDecode,
   jsqr: jsqrDecode,
+  zbar: zbarDecode,
 };

@@ -10,7 +10,7 @@ import { rawImage, type RawImage } from '../../src/image/raw.ts';
 import { CAPTURE_FAMILY, codeSideRange, familyParams, MIN_MODULE_PX, simulateCapture, type CaptureParams } from '../../src/qr/capture-family.ts';
 import { placementFor, renderControlImage, type ControlImage } from '../../src/qr/control-image.ts';
 import { zxingDecode } from '../../src/qr/decoders.ts';
-import { captureRobustness, COUNT, familyVerdict, MIN_PER_FAMILY, MIN_READ, robustEnough } from '../../src/qr/robustness.ts';
+import { CAPTURE_DECODERS, captureRobustness, COUNT, familyVerdict, MIN_BY_FAMILY, MIN_READ, robustEnough } from '../../src/qr/robustness.ts';
 import type { QrCodePattern } from '../../src/workflows/catalogue.ts';
 import { OUTPUT_SIZES } from '../../src/workflows/sizes.ts';
 
@@ -140,8 +140,8 @@ describe('the family verdict on plain control images (calibration)', () => {
       expect(verdict.robustness).toMatchObject({ captures: COUNT, complete: true });
       expect(verdict.robustness!.otherContent).toBeUndefined();
       expect(verdict.robustness!.read).toBeGreaterThanOrEqual(MIN_READ);
-      for (const family of ['zxing', 'jsqr'] as const) expect(verdict.robustness!.byDecoder[family], family).toBeGreaterThanOrEqual(MIN_PER_FAMILY);
-      expect(verdict.robustness!.byAll).toBeLessThanOrEqual(Math.min(verdict.robustness!.byDecoder.zxing, verdict.robustness!.byDecoder.jsqr));
+      for (const family of CAPTURE_DECODERS) expect(verdict.robustness!.byDecoder[family], family).toBeGreaterThanOrEqual(MIN_BY_FAMILY[family]);
+      expect(verdict.robustness!.byAll).toBeLessThanOrEqual(Math.min(verdict.robustness!.byDecoder.zxing, verdict.robustness!.byDecoder.zbar));
       expect(verdict.scannable).toBe(true);
     },
   );
@@ -191,12 +191,13 @@ describe('the family verdict refuses what a phone would not read', () => {
   });
 
   it('robustEnough needs nearly every capture, each decoder family, and no other text', () => {
-    const base = { share: 1, read: COUNT, captures: COUNT, byDecoder: { zxing: COUNT, jsqr: COUNT }, byAll: COUNT, complete: true, ms: 0 };
+    const base = { share: 1, read: COUNT, captures: COUNT, byDecoder: { zxing: COUNT, zbar: COUNT }, byAll: COUNT, complete: true, ms: 0 };
     expect(robustEnough(base)).toBe(true);
     expect(robustEnough({ ...base, read: MIN_READ })).toBe(true);
     expect(robustEnough({ ...base, read: MIN_READ - 1 })).toBe(false);
-    expect(robustEnough({ ...base, byDecoder: { zxing: COUNT, jsqr: MIN_PER_FAMILY - 1 } })).toBe(false);
-    expect(robustEnough({ ...base, byDecoder: { zxing: MIN_PER_FAMILY - 1, jsqr: COUNT } })).toBe(false);
+    expect(robustEnough({ ...base, byDecoder: { zxing: MIN_BY_FAMILY.zxing, zbar: MIN_BY_FAMILY.zbar } })).toBe(true);
+    expect(robustEnough({ ...base, byDecoder: { zxing: COUNT, zbar: MIN_BY_FAMILY.zbar - 1 } })).toBe(false);
+    expect(robustEnough({ ...base, byDecoder: { zxing: MIN_BY_FAMILY.zxing - 1, zbar: COUNT } })).toBe(false);
     expect(robustEnough({ ...base, otherContent: 'x' })).toBe(false);
   });
 });

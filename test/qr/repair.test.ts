@@ -11,7 +11,7 @@ import { toLuma } from '../../src/image/luma.ts';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
 import { ModuleRole } from '../../src/qr/encode.ts';
 import { familyParams, simulateCapture } from '../../src/qr/capture-family.ts';
-import { ensureScannable, type QrGeometry } from '../../src/qr/guarantee.ts';
+import { ensureScannable, needsRepair, readByBothEverywhere, type QrGeometry } from '../../src/qr/guarantee.ts';
 import { CHECK_SEED, COUNT, MIN_READ } from '../../src/qr/robustness.ts';
 import { checkModules, repairModules, shiftLuminance } from '../../src/qr/repair.ts';
 import { scanCheck } from '../../src/qr/scan.ts';
@@ -283,6 +283,50 @@ describe('ensureScannable judges by the capture family, not the scan check alone
     expect(result).toMatchObject({ scannable: true, repaired: true });
     expect(result.robustness).toBeGreaterThanOrEqual(MIN_READ / COUNT);
     for (const seed of [7, 8]) expect(await readAfterCapture(result.image, faint.geometry, seed), `capture ${seed}`).toEqual({ zbar: true, opencv: true });
+  });
+});
+
+describe('at on_failure, the verdict with margin decides; weak modules alone do not', () => {
+  /** The plain code in two mid greys: every module right, none by the check's margins. */
+  function softCode(): Fixture {
+    const fixture = cleanCode();
+    const { data } = fixture.image;
+    for (let i = 0; i < data.length; i += 3) data.fill(data[i + 2]! === 120 ? 100 : 165, i, i + 3);
+    return fixture;
+  }
+
+  it('delivers a code both families read in every capture untouched, though its modules are weak, and the referees read it', async () => {
+    const soft = softCode();
+    const modules = checkModules(soft.image, soft.geometry);
+    expect(modules.wrong).toBe(0);
+    expect(modules.weak).toBeGreaterThan(0.5 * modules.modules);
+    const result = await ensureScannable(soft.image, CONTENT, soft.geometry, 'on_failure', { codeSide: soft.codeSide });
+    expect(result.captures).toMatchObject({ captures: COUNT, byAll: COUNT });
+    expect(result).toMatchObject({ scannable: true, repaired: false, passes: 0, changedPixels: 0 });
+    expect(result.image).toBe(soft.image);
+    for (const seed of [9, 10, 11]) expect(await readAfterCapture(result.image, soft.geometry, seed), `capture ${seed}`).toEqual({ zbar: true, opencv: true });
+    // The always level still brings every module to the margins.
+    expect((await ensureScannable(soft.image, CONTENT, soft.geometry, 'always', { codeSide: soft.codeSide })).repaired).toBe(true);
+  });
+
+  it('repairs the same code once a module reads wrong, though the family still reads it', async () => {
+    const soft = softCode();
+    paintModule(soft, 10, 12, soft.geometry.matrix.dark[10 * soft.geometry.matrix.size + 12] ? [165, 165, 165] : [100, 100, 100]);
+    expect(checkModules(soft.image, soft.geometry).wrong).toBeGreaterThan(0);
+    const result = await ensureScannable(soft.image, CONTENT, soft.geometry, 'on_failure', { codeSide: soft.codeSide });
+    expect(result).toMatchObject({ scannable: true, repaired: true });
+    expect(result.modulesAfter?.wrong).toBe(0);
+  });
+
+  it('needsRepair: a verdict that holds with a capture only one family read is not enough', () => {
+    const captures = { share: 1, read: COUNT, captures: COUNT, byDecoder: { zxing: COUNT, zbar: COUNT }, byAll: COUNT, complete: true, ms: 0 };
+    const verdict = { scannable: true, scan: { scannable: true } as never, robustness: captures };
+    const clean = { wrong: 0, weak: 500 } as never;
+    expect(readByBothEverywhere(verdict)).toBe(true);
+    expect(needsRepair(verdict, clean)).toBe(false);
+    expect(needsRepair({ ...verdict, robustness: { ...captures, byAll: COUNT - 1, byDecoder: { zxing: COUNT - 1, zbar: COUNT } } }, clean)).toBe(true);
+    expect(needsRepair({ ...verdict, scannable: false }, clean)).toBe(true);
+    expect(needsRepair(verdict, { wrong: 1, weak: 0 } as never)).toBe(true);
   });
 });
 
