@@ -70,7 +70,9 @@ describe('qr-art predict', () => {
     }
     expect(rest[2]).toMatch(/^isScanables: \[(true|false),(true|false)\]$/);
     // stderr is not a terminal here: one line per status and per progress update, ending at the last step.
-    expect(result.err).toContain('status: queued');
+    // The first status is the record's when the watch starts: queued, or executing when a free
+    // worker took the job before the client's stream opened (v5s's one-row default runs quickly).
+    expect(result.err).toMatch(/^status: (queued|executing)$/m);
     expect(result.err).toContain('status: executed');
     const steps = [...result.err.matchAll(/^step (\d+)\/(\d+)$/gm)].map((m) => [Number(m[1]), Number(m[2])]);
     expect(steps.length).toBeGreaterThan(0);
