@@ -107,6 +107,7 @@
  *   (WordLevel), generation_config.json and preprocessor_config.json.
  */
 import { GraphBuilder, type Value } from './graph.ts';
+import { buildFaceDetector } from './face-detector.ts';
 import { fuseControlNet } from '../../src/onnx/fuse.ts';
 import { decodeModel, encodeModel } from '../../src/onnx/proto.ts';
 // Deterministic weights, so rebuilt graphs are byte-identical.
@@ -900,6 +901,7 @@ export const DEMO_GRAPHS: readonly { path: string; build: () => Uint8Array }[] =
   { path: 'safety_checker/model.onnx', build: buildSafetyChecker },
   { path: 'captioner/encoder_model.onnx', build: buildCaptionEncoder },
   { path: 'captioner/decoder_model.onnx', build: buildCaptionDecoder },
+  { path: 'face_detector/model.onnx', build: buildFaceDetector },
 ];
 
 /** Small JSON side files that real exports also carry. */

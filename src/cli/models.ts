@@ -10,9 +10,12 @@ import ort from 'onnxruntime-node';
 import { FuseError, fuseControlNet, type NameMap } from '../onnx/fuse.ts';
 import { ModelFileError, readModelFile, writeModelFile, type ExternalDataMode } from '../onnx/model-file.ts';
 import { GraphSession, GraphSessionError } from '../pipeline/graph-session.ts';
+import { REWRITE_USAGE, rewriteCommand } from './models-rewrite.ts';
 import { loadManifest, ManifestError, manifestPath } from '../pipeline/manifest.ts';
 
-const USAGE = `qr-art models fuse (--controlnet FILE --unet FILE | --manifest FILE --model ID [--controlnet-id ID]) --out FILE [options]
+const USAGE = `qr-art models check --manifest FILE [--provider cpu|cuda|webgpu]   (qr-art models check --help)
+
+qr-art models fuse (--controlnet FILE --unet FILE | --manifest FILE --model ID [--controlnet-id ID]) --out FILE [options]
 
 Fuses a ControlNet graph and a ControlNet-ready UNet graph (13 residuals out of one, into the
 other, as OnnxStack/Amuse export them) into one denoiser graph: one call per denoising step,
@@ -43,8 +46,11 @@ function parseNames(value: string | undefined, flag: string): NameMap | undefine
 
 export async function modelsCommand(argv: string[]): Promise<number> {
   const [action, ...rest] = argv;
+  if (action === 'check') return (await import('./models-check.ts')).modelsCheckCommand(rest);
+  // One-graph rewrites that make a refused export servable (models-rewrite.ts).
+  if (action === 'scale-controlnet' || action === 'vae-mean') return rewriteCommand(action, rest);
   if (action !== 'fuse') {
-    console.log(USAGE);
+    console.log(`${USAGE}\n\n${REWRITE_USAGE}`);
     return action === '--help' || action === 'help' ? 0 : 1;
   }
   const { values } = parseArgs({

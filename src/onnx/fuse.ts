@@ -11,6 +11,10 @@
  *       controlnet_cond       uint8   [1,3,8h,8w]       the control image, RGB 0..255, shared by the batch
  *       conditioning_scale    float32 []                0 outside the control window
  *       guidance_scale        float32 []                classifier-free guidance
+ *       timestep_cond         float32 [B,D]             only when the UNet has one (a full LCM checkpoint):
+ *                                                       its guidance embedding (pipeline/lcm-guidance.ts),
+ *                                                       spread over the R text rows like the latents; such
+ *                                                       a model is run with R = 1, so nothing is doubled
  *   out noise_pred            float32 [B,4,h,w]         u + g·(c − u) (R = 2) or c (R = 1)
  *
  * Inside: the latents and text rows are spread to the R·B-row batch ([uncond × B ‖ cond × B]),
@@ -50,7 +54,8 @@ export interface FuseSource {
 
 const RESIDUAL_ROLES = CONTROL_RESIDUALS.map((r) => r.role);
 const CONTROLNET_INPUTS = ['sample', 'timestep', 'encoder_hidden_states', 'controlnet_cond', 'conditioning_scale'] as const;
-const UNET_INPUTS = ['sample', 'timestep', 'encoder_hidden_states', ...RESIDUAL_ROLES] as const;
+/** timestep_cond (a full LCM UNet's guidance embedding) is optional: it becomes an input of the fused graph. */
+const UNET_INPUTS = ['sample', 'timestep', 'encoder_hidden_states', ...RESIDUAL_ROLES, 'timestep_cond'] as const;
 
 interface Io {
   readonly name: string;
@@ -197,7 +202,7 @@ export interface FuseOptions {
 /** The fused model (a new object; the sources are consumed: their graphs are renamed in place). */
 export function fuseControlNet(controlnet: FuseSource, unet: FuseSource, options: FuseOptions = {}): ModelProto {
   const cn = bindRoles(controlnet, 'ControlNet', CONTROLNET_INPUTS, RESIDUAL_ROLES, ['conditioning_scale']);
-  const un = bindRoles(unet, 'UNet', UNET_INPUTS, ['out_sample'], []);
+  const un = bindRoles(unet, 'UNet', UNET_INPUTS, ['out_sample'], ['timestep_cond']);
   const opsetImport = mergeOpsets(controlnet, unet);
 
   const F = DataType.FLOAT;
@@ -234,6 +239,8 @@ export function fuseControlNet(controlnet: FuseSource, unet: FuseSource, options
           valueInfo('conditioning_scale', 'float32', [1, 1]),
         ]),
   ];
+  const unCond = un.inputs.get('timestep_cond');
+  if (unCond) inputs.push(valueInfo('timestep_cond', 'float32', ['batch', unCond.dims[1] ?? 'time_cond_proj_dim']));
 
   // 1. The R·B-row batch: [uncond × B ‖ cond × B] (given as such without folding).
   const sampleShape = glue.op('Shape', ['sample']);
@@ -283,6 +290,14 @@ export function fuseControlNet(controlnet: FuseSource, unet: FuseSource, options
   feed(un.inputs, unRename, 'sample', sampleN, F);
   feed(un.inputs, unRename, 'encoder_hidden_states', textN, F);
   wired.set(unRename(unTimestep.name), timestepFor(unTimestep));
+  if (unCond) {
+    // [B, D] → [R·B, D] in the batch's row order ([uncond × B ‖ cond × B]), as the latents.
+    const spreadCond = (): string => {
+      const rows = glue.op('Expand', [glue.op('Unsqueeze', ['timestep_cond', glue.i64([0])]), glue.op('Concat', [R, glue.i64([1, 1])], { axis: 0 })]);
+      return glue.op('Reshape', [rows, glue.op('Concat', [glue.i64([-1]), glue.dims(glue.op('Shape', ['timestep_cond']), 1, 2)], { axis: 0 })]);
+    };
+    feed(un.inputs, unRename, 'timestep_cond', folded ? spreadCond() : 'timestep_cond', F);
+  }
 
   // 5. The seam: residuals (× scale when the ControlNet has no scale input) → the UNet's dtype.
   const seam = new Glue('fuse/seam/');

@@ -7,7 +7,9 @@
  *              without one (diffusers' fused export) the 2B-row batch goes in and CFG is done here.
  *   separate   a ControlNet graph and a ControlNet-ready UNet: the ControlNet's 13 residuals come
  *              out of ONNX Runtime and go back in as UNet inputs (~120 MB a step at 768² with CFG,
- *              fp32), then CFG here. Kept for exports that have not been fused.
+ *              fp32), then CFG here. Kept for exports that have not been fused. The residuals are
+ *              passed on as they come: a pair that would need them scaled or converted is
+ *              refused at start (seams.ts).
  *
  * Outside the control window (controlStart/controlEnd) the fused graph is called with a
  * conditioning scale of 0 (the residuals it adds are then exactly zero), the separate pair skips
@@ -21,7 +23,9 @@ import ort from 'onnxruntime-node';
 import type { RawImage } from '../image/raw.ts';
 import type { DeviceIo } from './device-io.ts';
 import type { GraphSession } from './graph-session.ts';
+import { embedsGuidance, guidanceCondTensor } from './lcm-guidance.ts';
 import { CONTROL_RESIDUALS } from './roles.ts';
+import { checkSeparatePair } from './seams.ts';
 import { floatTensor, packRgbPlanar, packRgbPlanarBytes, product, toFloat32 } from './tensors.ts';
 
 /** Text-encoder rows for CFG: [uncond ‖ cond] (or cond alone without guidance), with their shape. */
@@ -70,6 +74,8 @@ export interface Denoiser {
   readonly kind: 'fused' | 'separate';
   /** The graph(s) it runs (for warm-up and messages). */
   readonly graphs: readonly GraphSession[];
+  /** A full LCM UNet (timestep_cond input): guidance goes into its embedding, and the text is never doubled for CFG (lcm-guidance.ts). */
+  readonly embedsGuidance: boolean;
   start(setup: DenoiseSetup): Promise<StepModel>;
 }
 
@@ -125,6 +131,7 @@ export class FusedDenoiser implements Denoiser {
   readonly graphs: readonly GraphSession[];
   /** With a guidance_scale input: CFG inside the graph, B rows in and out. */
   readonly foldsGuidance: boolean;
+  readonly embedsGuidance: boolean;
 
   /** `device`: the graph runs where tensors can stay (its noise_pred output is left there). */
   constructor(
@@ -133,6 +140,7 @@ export class FusedDenoiser implements Denoiser {
   ) {
     this.graphs = [graph];
     this.foldsGuidance = graph.hasInput('guidance_scale');
+    this.embedsGuidance = embedsGuidance(graph);
   }
 
   async start(s: DenoiseSetup): Promise<StepModel> {
@@ -148,6 +156,8 @@ export class FusedDenoiser implements Denoiser {
       controlnet_cond: controlTensor(g, s.control, condCopies(g, rows)),
     };
     if (folded) constant.guidance_scale = g.scalarTensor('guidance_scale', s.guidance);
+    const guidanceCond = guidanceCondTensor(g, s.guidance, rows);
+    if (guidanceCond) constant.timestep_cond = guidanceCond;
     // On a device that keeps tensors, the text rows and the control image go up once per loop.
     const device = this.device;
     const uploaded: ort.Tensor[] = [];
@@ -188,12 +198,17 @@ export class FusedDenoiser implements Denoiser {
 export class SeparateDenoiser implements Denoiser {
   readonly kind = 'separate' as const;
   readonly graphs: readonly GraphSession[];
+  readonly embedsGuidance: boolean;
 
   constructor(
     readonly unet: GraphSession,
     readonly controlnet: GraphSession,
   ) {
+    // Refuses a ControlNet without a scale input and a pair that differs in precision (seams.ts):
+    // the residuals below go from one session into the other untouched.
+    checkSeparatePair(unet, controlnet);
     this.graphs = [controlnet, unet];
+    this.embedsGuidance = embedsGuidance(unet);
   }
 
   async start(s: DenoiseSetup): Promise<StepModel> {
@@ -204,10 +219,10 @@ export class SeparateDenoiser implements Denoiser {
     const per = 4 * s.h * s.w;
     const hidden = textForBatch(s.text, B);
     const hiddenDims = [rows, s.text.tokens, s.text.width];
-    const unetHidden = floatTensor(unet.floatType('encoder_hidden_states'), hidden, hiddenDims);
-    const cnHidden = floatTensor(cn.floatType('encoder_hidden_states'), hidden, hiddenDims);
+    const encoderHidden = floatTensor(unet.floatType('encoder_hidden_states'), hidden, hiddenDims);
     const cond = controlTensor(cn, s.control, condCopies(cn, rows));
     const scale = cn.scaleTensor(s.controlScale);
+    const guidanceCond = guidanceCondTensor(unet, s.guidance, rows);
     let zeros: Record<string, ort.Tensor> | undefined;
     const zeroResiduals = (): Record<string, ort.Tensor> =>
       (zeros ??= Object.fromEntries(
@@ -225,21 +240,19 @@ export class SeparateDenoiser implements Denoiser {
       predict: async (x, t, active) => {
         modelIn.set(x, 0);
         if (cfg) modelIn.set(x, B * per);
+        // The pair agrees on precision (seams.ts), so one sample tensor feeds both graphs.
+        const sample = floatTensor(unet.floatType('sample'), modelIn, sampleDims);
         let residuals: Record<string, ort.Tensor>;
         if (active && s.controlScale > 0) {
           const out = await s.time('controlnet', () =>
-            cn.run({ sample: floatTensor(cn.floatType('sample'), modelIn, sampleDims), timestep: cn.timestepTensor(t, rows), encoder_hidden_states: cnHidden, controlnet_cond: cond, conditioning_scale: scale }),
+            cn.run({ sample, timestep: cn.timestepTensor(t, rows), encoder_hidden_states: encoderHidden, controlnet_cond: cond, conditioning_scale: scale }),
           );
-          residuals = {};
-          for (const r of CONTROL_RESIDUALS) {
-            const res = out[r.role]!;
-            residuals[r.role] = res.type === unet.input(r.role).type ? res : floatTensor(unet.floatType(r.role), toFloat32(res), [...res.dims]);
-          }
+          residuals = out;
         } else {
           residuals = zeroResiduals();
         }
         const out = await s.time('unet', () =>
-          unet.run({ sample: floatTensor(unet.floatType('sample'), modelIn, sampleDims), timestep: unet.timestepTensor(t, rows), encoder_hidden_states: unetHidden, ...residuals }, ['out_sample']),
+          unet.run({ sample, timestep: unet.timestepTensor(t, rows), encoder_hidden_states: encoderHidden, ...residuals, ...(guidanceCond ? { timestep_cond: guidanceCond } : {}) }, ['out_sample']),
         );
         const pred = toFloat32(out.out_sample!);
         return guided ? guide(pred, s.guidance, guided) : pred.subarray(0, B * per);

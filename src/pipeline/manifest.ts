@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { V5_MODELS, type V5Model } from '../workflows/catalogue.ts';
 import { QR_WORKFLOWS, type QrWorkflowName, type WorkflowName } from '../workflows/names.ts';
 import { SCHEDULER_NAMES, type SchedulerConfig, type SchedulerName } from './schedulers/index.ts';
+import { nsfwProblems, NsfwSpecSchema } from './nsfw-manifest.ts';
 
 export const MANIFEST_VERSION = 1;
 /** SD1.5's VAE scaling factor. */
@@ -28,8 +29,11 @@ export const GRAPH_ROLES = [
   'vae_encoder',
   'unet_inpaint',
   'safety_checker',
+  'content_filter',
+  'nsfw_classifier',
   'captioner_encoder',
   'captioner_decoder',
+  'face_detector',
 ] as const;
 export type GraphRole = (typeof GRAPH_ROLES)[number];
 export const REQUIRED_ROLES: readonly GraphRole[] = ['text_encoder', 'vae_decoder'];
@@ -78,8 +82,13 @@ const GraphsSchema = z
     vae_encoder: GraphSpecSchema.optional(),
     unet_inpaint: GraphSpecSchema.optional(),
     safety_checker: GraphSpecSchema.optional(),
+    /** NSFW checkers other than SD's safety checker; nsfw.checker says which one runs (nsfw-manifest.ts). */
+    content_filter: GraphSpecSchema.optional(),
+    nsfw_classifier: GraphSpecSchema.optional(),
     captioner_encoder: GraphSpecSchema.optional(),
     captioner_decoder: GraphSpecSchema.optional(),
+    /** UltraFace-contract face detector (face-detect.ts): enhance=face refines the faces it finds. */
+    face_detector: GraphSpecSchema.optional(),
   })
   .refine((g) => g.denoiser !== undefined || (g.unet !== undefined && g.controlnet !== undefined), {
     message: 'a model needs a denoiser graph (UNet + ControlNet fused) or both unet and controlnet',
@@ -115,9 +124,25 @@ const ModelSpecSchema = z.strictObject({
   graphs: GraphsSchema,
   /**
    * How the model's images are checked for NSFW content: by graphs.safety_checker (the default,
-   * so that graph is required), or not at all, which the manifest must then say: `"checker": "none"`.
+   * so that graph is required), graphs.content_filter or graphs.nsfw_classifier with the verdict
+   * rule given here (nsfw-manifest.ts), or not at all, which the manifest must then say: `"checker": "none"`.
    */
-  nsfw: z.strictObject({ checker: z.enum(['safety_checker', 'none']), comment }).default({ checker: 'safety_checker' }),
+  nsfw: NsfwSpecSchema,
+  /** How graphs.face_detector's output is decoded (face-detect.ts; the defaults are UltraFace's demo values). */
+  faceDetector: z
+    .strictObject({
+      /** A box is a face when its face probability (scores[..., 1]) is above this. */
+      scoreThreshold: z.number().gt(0).lt(1).default(0.7),
+      /** Hard NMS: a box overlapping a better one by more than this IoU is dropped. */
+      iouThreshold: z.number().gt(0).max(1).default(0.5),
+      /** At most this many faces per image are refined, largest first. */
+      maxFaces: z.number().int().min(1).max(16).default(4),
+      /** Input size when the graph leaves it symbolic (a fixed size in the graph wins). */
+      inputWidth: z.number().int().min(16).max(4096).default(320),
+      inputHeight: z.number().int().min(16).max(4096).default(240),
+      comment,
+    })
+    .default({ scoreThreshold: 0.7, iouThreshold: 0.5, maxFaces: 4, inputWidth: 320, inputHeight: 240 }),
 });
 export type ModelSpec = z.infer<typeof ModelSpecSchema>;
 
@@ -245,7 +270,7 @@ export function parseManifest(json: unknown, file: string): Manifest {
   }
   const data = parsed.data;
   const problems: string[] = [];
-  for (const [id, model] of Object.entries(data.models)) problems.push(...nsfwProblems(id, model));
+  for (const [id, model] of Object.entries(data.models)) problems.push(...nsfwProblems(id, model.nsfw, model.graphs));
   for (const [where, settings] of workflowEntries(data)) {
     if (!Object.hasOwn(data.models, settings.model)) {
       problems.push(`${where}.model: '${settings.model}' is not one of the models (${Object.keys(data.models).join(', ')})`);
@@ -259,20 +284,6 @@ export function parseManifest(json: unknown, file: string): Manifest {
   }
   if (problems.length > 0) throw new ManifestError(`${shown}: invalid model manifest: ${problems.join('; ')}`);
   return { ...data, file, dir: dirname(resolve(file)) };
-}
-
-/** A model serves unchecked images only when its manifest entry says so; a checker it says it lacks is a contradiction. */
-function nsfwProblems(id: string, model: ModelSpec): string[] {
-  if (model.nsfw.checker === 'safety_checker' && !model.graphs.safety_checker) {
-    return [
-      `models.${id}.graphs.safety_checker: missing, so this model's images would not be checked for NSFW content; ` +
-        `add the graph, or set models.${id}.nsfw to { "checker": "none" } to serve them unchecked`,
-    ];
-  }
-  if (model.nsfw.checker === 'none' && model.graphs.safety_checker) {
-    return [`models.${id}.nsfw.checker: 'none', but graphs.safety_checker is listed; remove one of the two`];
-  }
-  return [];
 }
 
 /** Every workflow setting with its place in the file (for messages and for loading what is used). */

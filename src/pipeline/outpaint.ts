@@ -20,7 +20,7 @@
  *        composite with alpha into the working canvas.
  *   5. Back to the output: crop the rounding away (or resize when painted scaled down), then
  *      paste the original's bytes over it, feathered only on padded sides.
- *   6. NSFW check of the output when the model has a safety checker.
+ *   6. NSFW check of the output by the model's checker (nsfw.ts), when it has one.
  */
 import { cropImage, openSides, pasteWithFeather, placeOnCanvas, rectBottom, rectRight, seamRamp, toRgb, type Rect, type Sides } from '../image/canvas.ts';
 import { cropResize, resizeImage } from '../image/decode.ts';
@@ -95,7 +95,7 @@ export interface OutpaintResult {
   readonly steps: number;
   /** The canvas the model painted (the output rounded up, or scaled down). */
   readonly working: Size;
-  /** The safety checker's verdict; undefined when the model has no safety checker. */
+  /** The NSFW checker's verdict; undefined when the model has none. */
   readonly nsfw?: boolean;
 }
 
@@ -260,7 +260,7 @@ export async function outpaint(request: OutpaintRequest, target: OutpaintModel, 
 
   // 6. NSFW.
   let nsfw: boolean | undefined;
-  const checker = model.graphs.safety_checker;
+  const checker = model.nsfw;
   if (checker) nsfw = (await clock.time('nsfw', () => detectNsfw([result], checker)))[0];
 
   clock.timings.total = performance.now() - started;

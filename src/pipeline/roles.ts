@@ -41,13 +41,17 @@ const image = (role: string): IoContract => ({ role, types: FLOATS, ranks: [4], 
 const timestep: IoContract = { role: 'timestep', types: TIMESTEP_TYPES, ranks: [0, 1] };
 const hidden: IoContract = { role: 'encoder_hidden_states', types: FLOATS, ranks: [3] };
 const residuals: IoContract[] = CONTROL_RESIDUALS.map((r) => ({ role: r.role, types: FLOATS, ranks: [4], dims: { 1: [r.channels] } }));
+/** A full LCM checkpoint's guidance embedding [B, time_cond_proj_dim] (lcm-guidance.ts); LCM-LoRA and plain UNets have none. */
+const timestepCond: IoContract = { role: 'timestep_cond', types: FLOATS, ranks: [2], optional: true };
 
 export const ROLE_CONTRACTS: Readonly<Record<GraphRole, RoleContract>> = {
   text_encoder: {
     inputs: [{ role: 'input_ids', types: IDS, ranks: [2], dims: { 1: [77] } }],
     outputs: [{ role: 'last_hidden_state', types: FLOATS, ranks: [3] }],
   },
-  unet: { inputs: [latent('sample', [4]), timestep, hidden, ...residuals], outputs: [latent('out_sample', [4])] },
+  unet: { inputs: [latent('sample', [4]), timestep, hidden, ...residuals, timestepCond], outputs: [latent('out_sample', [4])] },
+  // Outpainting feeds these three only: an inpainting UNet with any other input (a full LCM
+  // checkpoint's timestep_cond) is refused at start naming it (export matrix: lcm-unet-inpaint).
   unet_inpaint: { inputs: [latent('sample', [9]), timestep, hidden], outputs: [latent('out_sample', [4])] },
   controlnet: {
     inputs: [
@@ -55,7 +59,9 @@ export const ROLE_CONTRACTS: Readonly<Record<GraphRole, RoleContract>> = {
       timestep,
       hidden,
       image('controlnet_cond'),
-      { role: 'conditioning_scale', types: SCALES, ranks: [0, 1] },
+      // Optional so a ControlNet exported without one (OnnxStack/Amuse trace it as a constant)
+      // reaches the pair check (seams.ts), which refuses it naming the fix.
+      { role: 'conditioning_scale', types: SCALES, ranks: [0, 1], optional: true },
     ],
     outputs: residuals,
   },
@@ -77,6 +83,7 @@ export const ROLE_CONTRACTS: Readonly<Record<GraphRole, RoleContract>> = {
       { role: 'controlnet_cond', types: [...FLOATS, 'uint8'], ranks: [4, 5] },
       { role: 'conditioning_scale', types: SCALES, ranks: [0, 1, 2] },
       { role: 'guidance_scale', types: SCALES, ranks: [0, 1], optional: true },
+      timestepCond,
     ],
     outputs: [latent('noise_pred', [4])],
   },
@@ -92,6 +99,11 @@ export const ROLE_CONTRACTS: Readonly<Record<GraphRole, RoleContract>> = {
     inputs: [image('clip_input'), { role: 'images', types: FLOATS, ranks: [4], dims: { 3: [3] }, optional: true }],
     outputs: [{ role: 'has_nsfw_concepts', types: ['bool'], ranks: [1] }],
   },
+  // OnnxStack's content filter: the safety checker's CLIP scores before its last comparison,
+  // [B, 17] (nsfw-content-filter.ts); fp16 in and out in its optimized export.
+  content_filter: { inputs: [image('clip_input')], outputs: [{ role: 'concept_scores', types: FLOATS, ranks: [2] }] },
+  // An image classifier (optimum image-classification export): logits [B, labels] (nsfw-classifier.ts).
+  nsfw_classifier: { inputs: [image('pixel_values')], outputs: [{ role: 'logits', types: FLOATS, ranks: [2] }] },
   captioner_encoder: { inputs: [image('pixel_values')], outputs: [{ role: 'last_hidden_state', types: FLOATS, ranks: [3] }] },
   captioner_decoder: {
     inputs: [
@@ -101,5 +113,17 @@ export const ROLE_CONTRACTS: Readonly<Record<GraphRole, RoleContract>> = {
       { role: 'encoder_attention_mask', types: IDS, ranks: [2], optional: true },
     ],
     outputs: [{ role: 'logits', types: FLOATS, ranks: [3] }],
+  },
+  /**
+   * UltraFace (ONNX model zoo version-RFB-320/640, face-detect.ts): RGB [1,3,H,W] in (v-127)/128
+   * → per prior box softmax `scores` [1,N,2] (background, face) and `boxes` [1,N,4], corners
+   * x1,y1,x2,y2 as fractions of the input's width and height.
+   */
+  face_detector: {
+    inputs: [image('input')],
+    outputs: [
+      { role: 'scores', types: FLOATS, ranks: [3], dims: { 2: [2] } },
+      { role: 'boxes', types: FLOATS, ranks: [3], dims: { 2: [4] } },
+    ],
   },
 };

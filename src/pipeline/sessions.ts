@@ -5,12 +5,17 @@
  * Which graphs load: the text encoder and VAE decoder of every model a workflow uses; its
  * `denoiser` (UNet + ControlNet fused) when it has one, else its `unet` and `controlnet`; its
  * `unet` as well when a workflow pairs it with one of the manifest's extra `controlnets`; and
- * the optional graphs (fp32 VAE decoder, VAE encoder, inpainting UNet, safety checker, captioner)
+ * the optional graphs (fp32 VAE decoder, VAE encoder, inpainting UNet, NSFW checker, captioner, face detector)
  * it lists.
+ *
+ * A separate pair is checked at its seam (seams.ts: scale input, matching precisions) and a VAE
+ * encoder for randomness inside its graph (vae-encoder-check.ts); both refuse naming the fix.
  *
  * The provider is the operator's: a session that cannot be created on it stops the start with
  * the graph and the cause (providers.ts); with an explicit CPU fallback every graph is created
- * again on the CPU, so one worker never mixes devices.
+ * again on the CPU, so one worker never mixes devices. A graph with operators that have no
+ * kernel on the provider (ONNX Runtime's SD optimizer's CUDA-only fusions) is the graph's fault,
+ * not the device's: no fallback, and the error names the operators and the fix (refusal-note.ts).
  */
 import { access } from 'node:fs/promises';
 import { dirname } from 'node:path';
@@ -36,12 +41,24 @@ import {
 } from './manifest.ts';
 import { DeviceIo } from './device-io.ts';
 import { keepsTensorsOnDevice, providerOptions, type ExecutionProvider } from './providers.ts';
+import { loadNsfwChecker, type NsfwChecker } from './nsfw.ts';
 import { ClipTokenizer } from './tokenizer.ts';
+import { checkVaeEncoderDeterministic } from './vae-encoder-check.ts';
 import type { V5Model } from '../workflows/catalogue.ts';
 import type { WorkflowName } from '../workflows/names.ts';
 
 /** The optional graphs a model may list; `roles` in SessionOptions picks among them. */
-const OPTIONAL_ROLES: readonly GraphRole[] = ['vae_decoder_fp32', 'vae_encoder', 'unet_inpaint', 'safety_checker', 'captioner_encoder', 'captioner_decoder'];
+const OPTIONAL_ROLES: readonly GraphRole[] = ['vae_decoder_fp32', 'vae_encoder', 'unet_inpaint', 'safety_checker', 'content_filter', 'nsfw_classifier', 'captioner_encoder', 'captioner_decoder', 'face_detector'];
+
+/** A graph that could not be opened on the provider ('load') or does not fit its role ('role'). */
+export interface GraphFailure {
+  readonly file: string;
+  readonly role: GraphRole;
+  readonly stage: 'load' | 'role';
+  /** The error as ONNX Runtime or the role check gave it. */
+  readonly cause: string;
+  readonly provider: ExecutionProvider['provider'];
+}
 
 export interface SessionOptions {
   readonly executionProvider: ExecutionProvider;
@@ -52,6 +69,13 @@ export interface SessionOptions {
   readonly models?: readonly string[];
   /** Only these optional roles (default: every optional graph the model lists). */
   readonly roles?: readonly GraphRole[];
+  /**
+   * What else is known about a graph that failed, appended to the start-up error ('' for
+   * nothing): the worker and `qr-art models check` pass the export matrix's
+   * (src/models/refusal-note.ts), which sits above this layer. A load failure it explains is the
+   * graph's problem, not the device's, so no CPU fallback follows it.
+   */
+  readonly explainFailure?: (failure: GraphFailure) => Promise<string>;
 }
 
 /** The sessions of one model. */
@@ -69,6 +93,8 @@ export interface ModelSessions {
   readonly captioner?: CaptionerConfig;
   /** The text-encoder layer and final layer norm conditioning comes from, when the manifest's clipSkip is above 1. */
   readonly clipSkip?: ClipSkipLayer;
+  /** The NSFW checker nsfw.checker names, when its graph is loaded (nsfw.ts). */
+  readonly nsfw?: NsfwChecker;
 }
 
 /** What an outpainting run needs: the model (with unet_inpaint and vae_encoder) and the workflow's settings. */
@@ -187,6 +213,9 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
       return s;
     } catch (err) {
       const cause = (err as Error).message;
+      // A failure the export matrix explains (an operator with no kernel here) is the graph's problem, not the device's.
+      const note = (await options.explainFailure?.({ file, role, stage: 'load', cause, provider: provider.provider })) ?? '';
+      if (note) throw new GraphSessionError(`${shown} (${role}): ONNX Runtime cannot load it on ${provider.provider}: ${cause}${note}`);
       if (provider.provider !== 'cpu') {
         throw new ProviderUnavailableError(`${shown} (${role}): cannot create an ONNX Runtime session on ${provider.provider}: ${cause}`);
       }
@@ -201,7 +230,15 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
   };
   const bind = async (role: GraphRole, spec: GraphSpec): Promise<GraphSession> => {
     const file = manifestPath(manifest, spec.path);
-    return GraphSession.bind(role, displayPath(file), await sessionFor(file, role, spec), spec);
+    const session = await sessionFor(file, role, spec);
+    try {
+      return GraphSession.bind(role, displayPath(file), session, spec);
+    } catch (err) {
+      // A known export that does not fit the role: say which it is and what to use instead (docs/models.md §5).
+      if (!(err instanceof GraphSessionError)) throw err;
+      const note = (await options.explainFailure?.({ file, role, stage: 'role', cause: err.message, provider: provider.provider })) ?? '';
+      throw new GraphSessionError(`${err.message}${note}`);
+    }
   };
 
   try {
@@ -218,6 +255,8 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
       };
       const graphs: Partial<Record<GraphRole, GraphSession>> = {};
       for (const role of GRAPH_ROLES) if (wanted(role)) graphs[role] = await bind(role, spec.graphs[role]!);
+      // A VAE encoder that samples inside its graph would break seed reproducibility (vae-encoder-check.ts).
+      if (graphs.vae_encoder) await checkVaeEncoderDeterministic(manifestPath(manifest, spec.graphs.vae_encoder!.path), graphs.vae_encoder.path);
       const tokenizerDir = manifestPath(manifest, spec.tokenizer);
       let tokenizer: ClipTokenizer;
       try {
@@ -236,8 +275,9 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
           throw new GraphSessionError(`${displayPath(dir)}: captioner of model '${id}' cannot be loaded: ${(err as Error).message}`);
         }
       }
+      const nsfw = await loadNsfwChecker(id, spec.nsfw, graphs, (role) => manifestPath(manifest, spec.graphs[role]!.path));
       const denoiser = graphs.denoiser ? new FusedDenoiser(graphs.denoiser, keep ? await deviceIo() : undefined) : new SeparateDenoiser(graphs.unet!, graphs.controlnet!);
-      const m: ModelSessions = { id, spec, tokenizer, graphs: graphs as ModelSessions['graphs'], denoiser, ...(captioner ? { captioner } : {}), ...(clipSkip ? { clipSkip } : {}) };
+      const m: ModelSessions = { id, spec, tokenizer, graphs: graphs as ModelSessions['graphs'], denoiser, ...(captioner ? { captioner } : {}), ...(clipSkip ? { clipSkip } : {}), ...(nsfw ? { nsfw } : {}) };
       checkModel(m, options.logger);
       models.set(id, m);
     }

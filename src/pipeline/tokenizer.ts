@@ -9,6 +9,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { noTokenizerMessage, readTokenizerGraph } from './tokenizer-graph.ts';
 
 export const CLIP_MAX_LENGTH = 77;
 export const DEFAULT_BOS_TOKEN = '<|startoftext|>';
@@ -241,8 +242,8 @@ export class ClipTokenizer {
   }
 
   /**
-   * Reads a tokenizer folder: vocab.json + merges.txt (preferred, what CLIPTokenizer reads) or
-   * tokenizer.json (Hugging Face tokenizers). Special token names come from
+   * Reads a tokenizer folder: vocab.json + merges.txt (preferred, what CLIPTokenizer reads),
+   * tokenizer.json (Hugging Face tokenizers) or a tokenizer graph (OnnxStack/Amuse). Special token names come from
    * special_tokens_map.json / tokenizer_config.json when present.
    */
   static async load(dir: string, options: { maxLength?: number } = {}): Promise<ClipTokenizer> {
@@ -254,8 +255,15 @@ export class ClipTokenizer {
       init = { vocab: parseVocabJson(vocabText, join(dir, 'vocab.json')), merges: parseMergesTxt(mergesText, join(dir, 'merges.txt')) };
     } else {
       const tokenizerText = await readOptional(join(dir, 'tokenizer.json'));
-      if (tokenizerText === undefined) throw new Error(`no CLIP tokenizer in ${dir}: expected vocab.json + merges.txt, or tokenizer.json`);
-      init = parseTokenizerJson(tokenizerText, join(dir, 'tokenizer.json'));
+      if (tokenizerText !== undefined) init = parseTokenizerJson(tokenizerText, join(dir, 'tokenizer.json'));
+      else {
+        // OnnxStack/Amuse: only a tokenizer graph, whose CLIPTokenizer node carries vocab and merges (tokenizer-graph.ts).
+        const graph = await readTokenizerGraph(dir);
+        if (!graph) throw new Error(await noTokenizerMessage(dir));
+        const vocab = parseVocabJson(graph.vocab, `${graph.path} (vocab attribute)`);
+        for (const [token, id] of graph.addedTokens) if (!vocab.has(token)) vocab.set(token, id);
+        init = { vocab, merges: parseMergesTxt(graph.merges, `${graph.path} (merges attribute)`) };
+      }
     }
     return new ClipTokenizer({ ...init, ...specials, ...(options.maxLength !== undefined ? { maxLength: options.maxLength } : {}) });
   }

@@ -8,8 +8,10 @@
 import type { Logger } from 'pino';
 import { rawImage } from '../image/raw.ts';
 import { encodePrompts, vaeDecode, vaeEncode } from './diffusion-parts.ts';
+import { detectFaces } from './face-detect.ts';
 import type { Size } from './framing.ts';
 import type { GraphSession } from './graph-session.ts';
+import { detectNsfw } from './nsfw.ts';
 import type { ModelSessions, PipelineSessions } from './sessions.ts';
 import { floatTensor, idsTensor } from './tensors.ts';
 import { generationFrame } from './txt2img.ts';
@@ -44,6 +46,8 @@ export async function warmUp(sessions: PipelineSessions, sizes: WarmUpSizes, log
     if (fp32) await fp32.run({ latent_sample: zeros(fp32, 'latent_sample', [1, 4, 8, 8]) });
     await warmChecker(m);
     await warmCaptioner(m);
+    const detector = m.graphs.face_detector;
+    if (detector) await detectFaces(rawImage(new Uint8Array(64 * 64 * 3).fill(128), 64, 64, 3), detector, m.spec.faceDetector);
     log.info({ model: m.id, provider: sessions.provider.provider, sizes: generated.map((s) => `${s.width}x${s.height}`), ms: Math.round(performance.now() - started) }, 'model sessions warmed up');
   }
 }
@@ -55,11 +59,15 @@ async function warmInpaint(g: GraphSession, hidden: Float32Array, h: number, w: 
   await g.run({ sample: zeros(g, 'sample', [2, 9, h, w]), timestep: g.timestepTensor(500, 2), encoder_hidden_states: ehs });
 }
 
+/**
+ * The model's NSFW checker, whichever nsfw.checker names (safety checker, content filter,
+ * classifier), through its own preprocessing, on one grey image; a bare safety_checker graph
+ * when the model lists one without a checker made from it.
+ */
 async function warmChecker(m: ModelSessions): Promise<void> {
-  const checker = m.graphs.safety_checker;
+  const checker = m.nsfw ?? m.graphs.safety_checker;
   if (!checker) return;
-  const feeds = { clip_input: zeros(checker, 'clip_input', [1, 3, 224, 224]), ...(checker.hasInput('images') ? { images: zeros(checker, 'images', [1, 224, 224, 3]) } : {}) };
-  await checker.run(feeds);
+  await detectNsfw([rawImage(new Uint8Array(64 * 64 * 3).fill(128), 64, 64, 3)], checker);
 }
 
 async function warmCaptioner(m: ModelSessions): Promise<void> {

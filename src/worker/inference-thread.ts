@@ -14,13 +14,14 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { pino, type Logger } from 'pino';
 import type { RawImage } from '../image/raw.ts';
 import { StageClock } from '../pipeline/diffusion-parts.ts';
-import { enhanceFaces, faceSteps } from '../pipeline/face-pass.ts';
+import { enhanceFaces, facePassBlocker, faceSteps, findFaceSquares } from '../pipeline/face-pass.ts';
 import { setRunObserver } from '../pipeline/graph-session.ts';
 import { loadManifest } from '../pipeline/manifest.ts';
 import { detectNsfw } from '../pipeline/nsfw.ts';
 import { installFaults, parseFaultSpec } from '../pipeline/fault-injection.ts';
 import { classifyRunError } from '../pipeline/providers.ts';
 import { createSessions, type PipelineSessions } from '../pipeline/sessions.ts';
+import { explainGraphFailure } from '../models/refusal-note.ts';
 import { outpaint } from '../pipeline/outpaint.ts';
 import { generate, type Txt2ImgRequest, type Txt2ImgStage } from '../pipeline/txt2img.ts';
 import { warmUp } from '../pipeline/warm-up.ts';
@@ -128,8 +129,10 @@ async function serve(link: Link, msg: ToThread, handle: (job: Job) => Promise<Om
 async function qrArt(job: Job, sessions: PipelineSessions, plan: InferencePlan): Promise<Omit<Answer, 'type' | 'seq'>> {
   const t0 = performance.now();
   const target = sessions.forWorkflow(plan.workflow, plan.v5Model);
-  const faceTotal = plan.enhanceFace ? faceSteps(plan.steps, target) * plan.batchSize : 0;
-  if (plan.enhanceFace && faceTotal === 0) job.logger.warn({ model: target.model.id }, 'enhance=face needs a vae_encoder graph; skipped');
+  const perFace = plan.enhanceFace ? faceSteps(plan.steps, target) : 0;
+  if (plan.enhanceFace && perFace === 0) job.logger.warn({ model: target.model.id }, facePassBlocker(target));
+  // Until the detector has looked, progress counts one face per image; then the faces found.
+  let faceTotal = perFace * plan.batchSize;
   let genTotal = plan.steps;
   // The plan is txt2img's request (the manifest gives native size, refinement and scheduler config).
   const request: Txt2ImgRequest = plan;
@@ -138,18 +141,22 @@ async function qrArt(job: Job, sessions: PipelineSessions, plan: InferencePlan):
       genTotal = total;
       job.step(step, total + faceTotal);
     },
-    ...(faceTotal > 0 ? {} : { onImage: job.image }),
+    ...(perFace > 0 ? {} : { onImage: job.image }),
     signal: job.signal,
   });
   const timings: Record<string, number> = { ...gen.timings };
   delete timings.total;
   let images = gen.images;
-  if (faceTotal > 0) {
+  if (perFace > 0) {
     const f0 = performance.now();
+    const squares = await findFaceSquares(images, target);
+    timings.face_detect = performance.now() - f0;
+    faceTotal = perFace * squares.reduce((n, s) => n + s.length, 0);
+    job.step(genTotal, genTotal + faceTotal);
     let done = 0;
     // Its own stages (face_vae_encode, face_denoiser, …) too, so the worker's stage metrics include the pass.
     const faceClock = new StageClock<Txt2ImgStage>();
-    images = await enhanceFaces(images, request, target, {
+    images = await enhanceFaces(images, squares, request, target, {
       tick: () => {
         job.step(genTotal + ++done, genTotal + faceTotal);
         job.signal.throwIfAborted();
@@ -160,7 +167,7 @@ async function qrArt(job: Job, sessions: PipelineSessions, plan: InferencePlan):
     Object.assign(timings, faceClock.timings);
     timings.face = performance.now() - f0;
   }
-  const checker = target.model.graphs.safety_checker;
+  const checker = target.model.nsfw;
   const n0 = performance.now();
   const nsfw = checker ? await detectNsfw(images, checker) : images.map(() => false);
   if (checker) timings.nsfw = performance.now() - n0;
@@ -188,6 +195,7 @@ async function main(port: MessagePort, data: ThreadData): Promise<void> {
     sessions = await createSessions(manifest, {
       executionProvider: data.executionProvider,
       logger,
+      explainFailure: explainGraphFailure,
       ...(data.intraOpThreads !== undefined ? { intraOpThreads: data.intraOpThreads } : {}),
     });
     if (data.warmUp !== false) await warmUp(sessions, data.warmUp, logger);
@@ -204,6 +212,7 @@ async function main(port: MessagePort, data: ThreadData): Promise<void> {
   for (const m of sessions.models.values()) {
     // Only a manifest that says so explicitly gets here (manifest.ts refuses a model that just lacks the graph).
     if (m.spec.nsfw.checker === 'none') logger.warn({ model: m.id }, `models.${m.id}.nsfw.checker is "none": images of this model are not checked for NSFW content`);
+    if (!m.graphs.face_detector) logger.warn({ model: m.id }, `models.${m.id} lists no graphs.face_detector: enhance=face leaves its images as they are`);
   }
   let chain = Promise.resolve();
   port.on('message', (msg: ToThread) => {

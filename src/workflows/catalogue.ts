@@ -274,7 +274,12 @@ const V5S_SAMPLING = Object.freeze({
  * clamped into V5S_SAMPLING when the job runs; the price does not depend on them.
  */
 const V5S_STEPS = range(V5S_SAMPLING.steps.min, V5_STEPS.max, 8, true);
-const V5S_CFG = range(V5S_SAMPLING.cfg.min, V5_CFG.max, 1.5, false);
+/**
+ * Default cfg 1: the tier's models are LCM-LoRA fine-tunes, where cfg > 1 turns classifier-free
+ * guidance on and doubles every UNet call (two rows per image) for little gain; at 1 there is one
+ * row. (A full LCM checkpoint takes cfg into its guidance embedding and never doubles: docs/models.md §2.7.)
+ */
+const V5S_CFG = range(V5S_SAMPLING.cfg.min, V5_CFG.max, 1, false);
 /** The photorealistic model pairs with a black-on-white ControlNet; the others are Monster-style. */
 const V5_CONTROL_BY_MODEL: Readonly<Record<V5Model, QrControlSettings>> = Object.freeze({
   universal: MONSTER_STYLE,

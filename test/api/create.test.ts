@@ -34,7 +34,7 @@ const EXPECTED: Record<WorkflowName, { defaults: Record<string, unknown>; cents:
   generate_qr_art_v4niji: { defaults: V4_STEPS_DEFAULTS, cents: 249 },
   generate_qr_art_v4dream: { defaults: V4_STEPS_DEFAULTS, cents: 249 },
   generate_qr_art_v5: { defaults: { steps: 30, qrStrength: 1.3, cfg: 7, ...V5_COMMON }, cents: 299 },
-  generate_qr_art_v5s: { defaults: { steps: 8, qrStrength: 1.3, cfg: 1.5, ...V5_COMMON }, cents: 149 },
+  generate_qr_art_v5s: { defaults: { steps: 8, qrStrength: 1.3, cfg: 1, ...V5_COMMON }, cents: 149 },
   outpainting: { defaults: {}, cents: 200 },
 };
 

@@ -49,7 +49,7 @@ describe('a v5 body sent to v5s', () => {
     const v5s = doc.components.schemas.Create_generate_qr_art_v5s!.properties;
     expect(v5s.steps).toMatchObject({ minimum: 4, maximum: 60, default: 8 });
     expect(v5s.steps!.description).toMatch(/samples with 4\.\.12: a larger value .* runs as 12/);
-    expect(v5s.cfg).toMatchObject({ minimum: 1, maximum: 20, default: 1.5 });
+    expect(v5s.cfg).toMatchObject({ minimum: 1, maximum: 20, default: 1 });
     expect(v5s.cfg!.description).toMatch(/samples with 1\.\.3: a larger value .* runs as 3/);
     expect(v5s.cfg!.description).toMatch(/input echo keeps the value sent; the price does not depend on it/);
     // v5 runs what it accepts: no such note.

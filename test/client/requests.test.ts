@@ -73,7 +73,7 @@ describe('QrArtClient requests', () => {
     const body = { ...SMALL_V5S, batchSize: 2, resolution: 'HD' } as const;
     const before = await balanceOf(stack.api.db, 'lena');
     const quote = await client.quote(body);
-    expect(quote).toMatchObject({ workflow: 'generate_qr_art_v5s', input: { batchSize: 2, resolution: 'HD', cfg: 1.5 } });
+    expect(quote).toMatchObject({ workflow: 'generate_qr_art_v5s', input: { batchSize: 2, resolution: 'HD', cfg: 1 } });
     expect(quote.input).not.toHaveProperty('seed');
     expect(await balanceOf(stack.api.db, 'lena')).toBe(before);
     expect((await client.list()).totalDocs).toBe(ids.length);

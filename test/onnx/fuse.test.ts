@@ -16,7 +16,7 @@ import { FuseError, fuseControlNet } from '../../src/onnx/fuse.ts';
 import { readModelFile, writeModelFile } from '../../src/onnx/model-file.ts';
 import { encodeModel, type ModelProto } from '../../src/onnx/proto.ts';
 import { float32ToFloat16 } from '../../src/pipeline/tensors.ts';
-import { copyModel, withExtraInput, withHalfIo, withOpset, withoutScaleInput } from '../helpers/onnx-variants.ts';
+import { copyModel, withExtraInput, withHalfBody, withHalfIo, withOpset, withoutScaleInput } from '../helpers/onnx-variants.ts';
 
 const run = promisify(execFile);
 const BIN = join(import.meta.dirname, '../../bin/qr-art.js');
@@ -145,8 +145,22 @@ describe('models fuse', () => {
     expect(maxDiff(got, want)).toBeLessThan(2e-3);
   });
 
+  it('a float32-IO ControlNet and an fp16-IO UNet (refused as a pair at start) fuse into a graph close to the all-fp32 pair', async () => {
+    const fused = fuse(withHalfBody(copyModel(buildControlNet())), withHalfIo(copyModel(buildUnet())));
+    // The seam: 13 Casts (float32 residuals → the UNet's float16), inside the graph.
+    const seamCasts = fused.graph!.node.filter((n) => n.opType === 'Cast' && n.name.startsWith('fuse/seam/'));
+    expect(seamCasts).toHaveLength(13);
+    const bytes = encodeModel(fused);
+    const timestep = new ort.Tensor('float16', float32ToFloat16(Float32Array.of(500)), [1]);
+    const scale = (await pairStep(buildControlNet(), buildUnet())).reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+    // One text row: each value within fp16's rounding of the UNet's inputs and output (~0.3 % of the range here).
+    expect(maxDiff(await fusedStep(bytes, { timestep, rows: 1 }), await pairStep(buildControlNet(), buildUnet(), { rows: 1 }))).toBeLessThan(5e-3 * scale);
+    // With guidance 7.5 that difference is multiplied by at most the guidance.
+    expect(maxDiff(await fusedStep(bytes, { timestep }), await pairStep(buildControlNet(), buildUnet()))).toBeLessThan(7.5 * 5e-3 * scale);
+  });
+
   it('refuses what it cannot fuse, naming the file and the problem', () => {
-    expect(() => fuse(copyModel(buildControlNet()), withExtraInput(copyModel(buildUnet()), 'timestep_cond'))).toThrow(/unet\.onnx: input 'timestep_cond' of the UNet would not be fed/);
+    expect(() => fuse(copyModel(buildControlNet()), withExtraInput(copyModel(buildUnet()), 'text_embeds'))).toThrow(/unet\.onnx: input 'text_embeds' of the UNet would not be fed/);
     expect(() => fuse(copyModel(buildUnet()), copyModel(buildUnet()))).toThrow(FuseError);
     expect(() => fuse(copyModel(buildUnet()), copyModel(buildUnet()))).toThrow(/cn\.onnx: the ControlNet needs an input 'controlnet_cond'/);
     expect(() => fuse(withOpset(copyModel(buildControlNet()), 16), copyModel(buildUnet()))).toThrow(/different versions of opset 'ai\.onnx': 16 in cn\.onnx, 17 in unet\.onnx/);

@@ -212,6 +212,14 @@ const CONTRACTS: Record<string, { inputs: Meta[]; outputs: Meta[] }> = {
     ],
     outputs: [{ name: 'logits', type: 'float32', shape: ['batch', 'sequence', CAPTION_VOCAB.length] }],
   },
+  // UltraFace version-RFB-320's contract (scripts/demo-models/face-detector.ts).
+  'face_detector/model.onnx': {
+    inputs: [{ name: 'input', type: 'float32', shape: [1, 3, 240, 320] }],
+    outputs: [
+      { name: 'scores', type: 'float32', shape: [1, 4420, 2] },
+      { name: 'boxes', type: 'float32', shape: [1, 4420, 4] },
+    ],
+  },
 };
 
 describe('demo graph contracts', () => {

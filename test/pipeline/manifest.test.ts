@@ -100,7 +100,7 @@ describe('the shipped demo manifest', () => {
     try {
       const m = sessions.models.get('demo-sd15')!;
       expect(Object.keys(m.graphs).sort()).toEqual(
-        ['captioner_decoder', 'captioner_encoder', 'denoiser', 'safety_checker', 'text_encoder', 'unet_inpaint', 'vae_decoder', 'vae_encoder'].sort(),
+        ['captioner_decoder', 'captioner_encoder', 'denoiser', 'face_detector', 'safety_checker', 'text_encoder', 'unet_inpaint', 'vae_decoder', 'vae_encoder'].sort(),
       );
       expect(sessions.provider).toEqual({ provider: 'cpu' });
       // The fused graph folds guidance in: B latents in, uint8 control image, [1] timestep.

@@ -355,7 +355,7 @@ describe('loading tokenizer folders', () => {
   });
 
   it('says what it looked for when the folder has no tokenizer', async () => {
-    await expect(ClipTokenizer.load(join(dir, 'nothing-here'))).rejects.toThrow(/vocab\.json \+ merges\.txt, or tokenizer\.json/);
+    await expect(ClipTokenizer.load(join(dir, 'nothing-here'))).rejects.toThrow(/no CLIP tokenizer in .*nothing-here: looked for vocab\.json \+ merges\.txt .*tokenizer\.json .*tokenizer graph .*the folder is empty or missing/);
   });
 });
 

@@ -14,7 +14,6 @@ import type { RawImage } from '../../src/image/raw.ts';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
 import type { JobMessage } from '../../src/queue/schemas.ts';
 import { DiffusionRunner, settingsFor } from '../../src/worker/diffusion-runner.ts';
-import { faceSquare } from '../../src/pipeline/face-pass.ts';
 import { DEFAULT_MANIFEST_PATH, InferenceClient } from '../../src/worker/inference-client.ts';
 import { InferenceCrashError, InferenceRunError, type InferencePlan } from '../../src/worker/inference-protocol.ts';
 import { JobInputError, type RenderedImage, type RunHooks, type RunOutcome } from '../../src/worker/runner.ts';
@@ -213,29 +212,12 @@ describe('DiffusionRunner on the demo models', () => {
     expect(Buffer.from(image!.data).equals(Buffer.from(first[0]!.data))).toBe(true);
   });
 
-  it('enhance=face refines the centred square only, deterministically', async () => {
+  it('enhance=face finds no face in the demo art and leaves it as it was (the face pass is tested in test/pipeline/face-pass.test.ts)', async () => {
     // Repair off: it may touch modules anywhere in the code, which would hide what the face pass did.
     const [plainPng] = images(await runner.run(v5({ qrRepair: 'off' }), signal()));
     const [facePng] = images(await runner.run(v5({ enhance: 'face', qrRepair: 'off' }), signal()));
-    const plain = await raw(plainPng!.data);
-    const face = await raw(facePng!.data);
-    const sq = faceSquare(768, 768);
-    let inside = 0;
-    let outside = 0;
-    for (let y = 0; y < 768; y++) {
-      for (let x = 0; x < 768; x++) {
-        const i = (y * 768 + x) * 3;
-        const differs = plain.data[i] !== face.data[i] || plain.data[i + 1] !== face.data[i + 1] || plain.data[i + 2] !== face.data[i + 2];
-        const within = x >= sq.x && x < sq.x + sq.side && y >= sq.y && y < sq.y + sq.side;
-        if (differs && within) inside++;
-        if (differs && !within) outside++;
-      }
-    }
-    expect(outside).toBe(0);
-    expect(inside).toBeGreaterThan(sq.side * sq.side * 0.2);
-    expect(facePng!.isScannable).toBe(await refereeReads(facePng!.data, CONTENT));
-    const [again] = images(await runner.run(v5({ enhance: 'face', qrRepair: 'off' }), signal()));
-    expect(Buffer.from(again!.data).equals(Buffer.from(facePng!.data))).toBe(true);
+    expect(Buffer.from(facePng!.data).equals(Buffer.from(plainPng!.data))).toBe(true);
+    expect(facePng!.isScannable).toBe(plainPng!.isScannable);
   });
 
   it('v1: the client qrImage is fetched, located, placed on the pixel grid and generated over; isScanables agrees with the referees', async () => {
@@ -288,7 +270,7 @@ describe('settingsFor: manifest defaults, overridden by the request', () => {
       workflow: 'generate_qr_art_v5', v5Model: 'niji', prompt: 'p', negativePrompt: 'n', preset: 'anime', seed: 1, batchSize: 3,
       steps: 12, guidance: 9, controlScale: 1.1, scheduler: 'dpmpp_2m_karras', controlStart: 0, controlEnd: 1, enhanceFace: true,
     });
-    expect(settings({ workflow: 'generate_qr_art_v5s', prompt: 'p', qrContent: 'c', seed: 1 })).toMatchObject({ scheduler: 'lcm', steps: 8, guidance: 1.5, v5Model: 'universal' });
+    expect(settings({ workflow: 'generate_qr_art_v5s', prompt: 'p', qrContent: 'c', seed: 1 })).toMatchObject({ scheduler: 'lcm', steps: 8, guidance: 1, v5Model: 'universal' });
   });
 
   it('v4: qrText is the prompt and the manifest gives the steps; v4s takes qrSteps; v1 is one image', () => {

@@ -47,7 +47,7 @@ describe('samplingFor', () => {
     expect(v5s.params.steps.max).toBe(v5.params.steps.max);
     expect(v5s.params.cfg.min).toBeLessThanOrEqual(v5.params.cfg.min);
     expect(v5s.params.cfg.max).toBe(v5.params.cfg.max);
-    expect(samplingFor(v5s, { steps: v5s.params.steps.default, cfg: v5s.params.cfg.default })).toEqual({ steps: 8, cfg: 1.5 });
+    expect(samplingFor(v5s, { steps: v5s.params.steps.default, cfg: v5s.params.cfg.default })).toEqual({ steps: 8, cfg: 1 });
   });
 });
 
@@ -76,6 +76,6 @@ describe("the worker's settings for a v5 body sent to v5s", () => {
 
   it('runs a v5s body that was valid before exactly as before', () => {
     expect(settings({ workflow: 'generate_qr_art_v5s', prompt: 'p', qrContent: 'c', steps: 6, cfg: 2.5 }).run).toMatchObject({ steps: 6, guidance: 2.5 });
-    expect(settings({ workflow: 'generate_qr_art_v5s', prompt: 'p', qrContent: 'c' }).run).toMatchObject({ steps: 8, guidance: 1.5 });
+    expect(settings({ workflow: 'generate_qr_art_v5s', prompt: 'p', qrContent: 'c' }).run).toMatchObject({ steps: 8, guidance: 1 });
   });
 });

@@ -32,9 +32,9 @@ describe('QR Art v5 and v5s', () => {
     expect(costCents).toBe(299);
   });
 
-  it('v5s echoes its fast-tier defaults (steps 8, cfg 1.5)', () => {
+  it('v5s echoes its fast-tier defaults (steps 8, cfg 1)', () => {
     const { input } = expectOk(parse(minimalBody(V5S)));
-    expect(input).toMatchObject({ workflow: V5S, steps: 8, cfg: 1.5, qrStrength: 1.3, model: 'universal', batchSize: 1, qrRatio: 0.6 });
+    expect(input).toMatchObject({ workflow: V5S, steps: 8, cfg: 1, qrStrength: 1.3, model: 'universal', batchSize: 1, qrRatio: 0.6 });
   });
 
   it.each(V5_FAMILY)('%s omits enhance and preset when absent (no enhancement, no preset)', (workflow) => {

@@ -1,0 +1,99 @@
+/**
+ * Fixtures of ONNX Runtime's SD optimizer output (src/models/contracts/ort-optimizer.ts): the demo
+ * fused denoiser (and the demo ControlNet-ready UNet) with float16 inputs and outputs, as
+ * `optimize_pipeline --float16` leaves them (keep_io_types=False), carrying com.microsoft fused
+ * operators on the path to their output:
+ *
+ *   cuda       GroupNorm (channels last), SkipGroupNorm, NhwcConv, BiasAdd, BiasSplitGelu: the
+ *              default fusions, which have no CPU kernel, so a CPU session of it cannot be made
+ *   portable   com.microsoft Gelu only (what is left with the five --disable flags; it has a CPU kernel)
+ *
+ * The operators sit on a side branch whose result is multiplied by zero and added to the
+ * prediction, so the graph still predicts what the demo graph predicts and ONNX Runtime cannot
+ * prune them away. The fixtures carry the optimizer's interface and operators, not its rewrite of
+ * a real UNet's attention and normalisation.
+ */
+import { create } from '@bufbuild/protobuf';
+import { OperatorSetIdProtoSchema } from 'onnx-buf';
+import { ROWS as CONTRACTS } from '../../../src/models/contracts/ort-optimizer.ts';
+import { node, tensor, type ModelProto, type NodeProto } from '../../../src/onnx/proto.ts';
+import type { ExportRow } from './row.ts';
+import { demoGraph, separatePair, withHalfIo, writeFixtureManifest, writeGraph } from './kit.ts';
+
+const contract = (id: string) => CONTRACTS.find((c) => c.id === id)!;
+const MS = 'com.microsoft';
+
+/** `output` = its old value + 0 · (a scalar reduced from the branch `branch` builds on the old value). */
+function withContribBranch(model: ModelProto, output: string, branch: (from: string, at: string) => { nodes: NodeProto[]; out: string; consts: ReturnType<typeof tensor>[] }): ModelProto {
+  const g = model.graph!;
+  const pre = `${output}/before-fusions`;
+  for (const n of g.node) n.output = n.output.map((x) => (x === output ? pre : x));
+  const at = 'ort-optimizer';
+  const b = branch(pre, at);
+  g.initializer.push(...b.consts, tensor(`${at}/zero`, 'float32', [], [0]));
+  g.node.push(
+    ...b.nodes,
+    node('ReduceSum', [b.out], [`${at}/sum`], { keepdims: 0 }, `${at}/sum`),
+    node('Mul', [`${at}/sum`, `${at}/zero`], [`${at}/nothing`], {}, `${at}/times-zero`),
+    node('Add', [pre, `${at}/nothing`], [output], {}, `${at}/add`),
+  );
+  if (!model.opsetImport.some((o) => o.domain === MS)) model.opsetImport.push(create(OperatorSetIdProtoSchema, { domain: MS, version: 1n }));
+  return model;
+}
+
+/** The default fusions' CUDA-only operators, on the [B, 4, H, W] prediction. */
+function cudaBranch(from: string, at: string) {
+  const c = (name: string, dims: number[], value: number) => tensor(`${at}/${name}`, 'float32', dims, new Array(dims.reduce((a, b) => a * b, 1)).fill(value));
+  return {
+    consts: [c('gamma', [4], 1), c('beta', [4], 0), c('conv-w', [4, 3, 3, 4], 0.01), c('bias', [4], 0), tensor(`${at}/shape`, 'int64', [3], [0, -1, 4])],
+    out: `${at}/gelu`,
+    nodes: [
+      node('Transpose', [from], [`${at}/nhwc`], { perm: [0, 2, 3, 1] }, `${at}/to-nhwc`),
+      node('GroupNorm', [`${at}/nhwc`, `${at}/gamma`, `${at}/beta`], [`${at}/gn`], { activation: 1, epsilon: { float: 1e-5 }, groups: 1, channels_last: 1 }, `${at}/GroupNorm`, MS),
+      node('SkipGroupNorm', [`${at}/gn`, `${at}/gamma`, `${at}/beta`, `${at}/nhwc`], [`${at}/sgn`], { activation: 0, epsilon: { float: 1e-5 }, groups: 1, channels_last: 1 }, `${at}/SkipGroupNorm`, MS),
+      node('NhwcConv', [`${at}/sgn`, `${at}/conv-w`], [`${at}/conv`], { pads: [1, 1, 1, 1] }, `${at}/NhwcConv`, MS),
+      node('Reshape', [`${at}/conv`, `${at}/shape`], [`${at}/seq`], {}, `${at}/to-sequence`),
+      node('BiasAdd', [`${at}/seq`, `${at}/bias`, `${at}/seq`], [`${at}/biased`], {}, `${at}/BiasAdd`, MS),
+      node('BiasSplitGelu', [`${at}/biased`, `${at}/bias`], [`${at}/gelu`], {}, `${at}/BiasSplitGelu`, MS),
+    ],
+  };
+}
+
+/** What the portable flags leave: com.microsoft Gelu (CPU kernel in onnxruntime-node 1.30). */
+function portableBranch(from: string, at: string) {
+  return { consts: [], out: `${at}/gelu`, nodes: [node('Gelu', [from], [`${at}/gelu`], {}, `${at}/Gelu`, MS)] };
+}
+
+export const ROWS: ExportRow[] = [
+  {
+    contract: contract('ort-optimizer-fp16-denoiser-cuda'),
+    async build(dir) {
+      const m = withHalfIo(withContribBranch(await demoGraph('denoiser/model.onnx'), 'noise_pred', cudaBranch));
+      const file = await writeGraph(dir, 'denoiser/model.onnx', m);
+      return writeFixtureManifest(dir, (g, model) => {
+        g.denoiser = { path: file };
+        model.dtype = 'fp16';
+      });
+    },
+  },
+  {
+    contract: contract('ort-optimizer-fp16-unet-cuda'),
+    async build(dir) {
+      const m = withHalfIo(withContribBranch(await demoGraph('unet/model.onnx'), 'out_sample', cudaBranch));
+      const file = await writeGraph(dir, 'unet/model.onnx', m);
+      return writeFixtureManifest(dir, (g) => separatePair(g, { unet: { path: file } }));
+    },
+  },
+  {
+    contract: contract('ort-optimizer-fp16-denoiser-portable'),
+    exercises: ['txt2img', 'refine'],
+    async build(dir) {
+      const m = withHalfIo(withContribBranch(await demoGraph('denoiser/model.onnx'), 'noise_pred', portableBranch));
+      const file = await writeGraph(dir, 'denoiser/model.onnx', m);
+      return writeFixtureManifest(dir, (g, model) => {
+        g.denoiser = { path: file };
+        model.dtype = 'fp16';
+      });
+    },
+  },
+];

@@ -1,0 +1,184 @@
+/**
+ * `qr-art models check --manifest FILE [--provider cpu|cuda|webgpu]`: validates a deployment's
+ * models before a worker starts on them. For every graph (and tokenizer) a model lists it reads
+ * the file's facts and names the export-matrix row it matches (docs/models.md §5); then it
+ * creates every session on the chosen provider exactly as a worker does (createSessions) and runs
+ * one tiny step through each role: the text encoder on one prompt, each denoiser one step at the
+ * smallest size with the VAE decoder after it, the VAE encoder, the inpainting UNet, the NSFW
+ * checker, the captioner for one token, the face detector on one image. It prints one row per
+ * graph with the time its step took inside ONNX Runtime. A manifest the worker would refuse
+ * prints the start-up error (which names the matched row's fix) and exits 1.
+ */
+import { pino } from 'pino';
+import { matchContracts, type ExportContract } from '../models/contracts/index.ts';
+import { readGraphFacts, readTokenizerFacts } from '../models/graph-facts.ts';
+import { explainGraphFailure } from '../models/refusal-note.ts';
+import { rawImage } from '../image/raw.ts';
+import { captionImage } from '../pipeline/captioner.ts';
+import { detectFaces } from '../pipeline/face-detect.ts';
+import { vaeEncode } from '../pipeline/diffusion-parts.ts';
+import { setRunObserver, type GraphSession } from '../pipeline/graph-session.ts';
+import { displayPath, GRAPH_ROLES, loadManifest, manifestPath, type GraphRole, type Manifest } from '../pipeline/manifest.ts';
+import { detectNsfw } from '../pipeline/nsfw.ts';
+import type { ExecutionProvider } from '../pipeline/providers.ts';
+import { createSessions, type ModelSessions, type PipelineSessions } from '../pipeline/sessions.ts';
+import { floatTensor, type FloatType } from '../pipeline/tensors.ts';
+import { generate } from '../pipeline/txt2img.ts';
+
+export interface CheckRow {
+  readonly model: string;
+  readonly role: string;
+  readonly file: string;
+  readonly contracts: readonly ExportContract[];
+  /** ms inside ONNX Runtime for the role's tiny step; undefined when it did not run. */
+  ms?: number;
+}
+
+export interface CheckResult {
+  readonly rows: readonly CheckRow[];
+  /** The start-up error, when the worker would refuse the manifest. */
+  readonly error?: string;
+}
+
+/** The matrix rows each graph and tokenizer of each model matches (nothing is run). */
+export async function matchManifest(manifest: Manifest): Promise<CheckRow[]> {
+  const rows: CheckRow[] = [];
+  for (const [id, model] of Object.entries(manifest.models)) {
+    const graphs = model.graphs as Readonly<Record<string, { path: string } | undefined>>;
+    for (const role of [...GRAPH_ROLES, ...Object.keys(graphs).filter((r) => !(GRAPH_ROLES as readonly string[]).includes(r))]) {
+      const spec = graphs[role];
+      if (!spec) continue;
+      const file = manifestPath(manifest, spec.path);
+      const contracts = await readGraphFacts(file, role as GraphRole).then(matchContracts, () => []);
+      rows.push({ model: id, role, file: displayPath(file), contracts });
+    }
+    const dir = manifestPath(manifest, model.tokenizer);
+    const contracts = await readTokenizerFacts(dir).then(matchContracts, () => []);
+    rows.push({ model: id, role: 'tokenizer', file: displayPath(dir), contracts });
+  }
+  return rows;
+}
+
+/** Runs the check (sessions on `provider`, one tiny step per role); never throws for a refused manifest. */
+export async function checkManifest(file: string, provider: ExecutionProvider, intraOpThreads?: number): Promise<CheckResult> {
+  const manifest = await loadManifest(file);
+  const rows = await matchManifest(manifest);
+  let sessions: PipelineSessions;
+  try {
+    sessions = await createSessions(manifest, { executionProvider: provider, logger: pino({ level: 'silent' }), models: Object.keys(manifest.models), explainFailure: explainGraphFailure, ...(intraOpThreads ? { intraOpThreads } : {}) });
+  } catch (err) {
+    return { rows, error: (err as Error).message };
+  }
+  const timed = new Map<GraphSession, number>();
+  setRunObserver((graph, ms) => timed.set(graph, (timed.get(graph) ?? 0) + ms));
+  try {
+    for (const model of sessions.models.values()) {
+      await tinySteps(model, sessions);
+      for (const row of rows) {
+        if (row.model !== model.id) continue;
+        const graph = Object.values(model.graphs).find((g) => g?.role === row.role) ?? sessions.denoisersOf(model.id).flatMap((d) => d.graphs).find((g) => g.role === row.role);
+        if (graph && timed.has(graph)) row.ms = timed.get(graph)!;
+      }
+    }
+  } finally {
+    setRunObserver(undefined);
+    await sessions.release();
+  }
+  return { rows };
+}
+
+/** One tiny pass through every role a model has loaded. */
+async function tinySteps(model: ModelSessions, sessions: PipelineSessions): Promise<void> {
+  const side = Math.max(64, model.spec.sizeMultiple);
+  const grey = rawImage(new Uint8Array(side * side * 3).fill(128), side, side, 3);
+  let image = grey;
+  for (const denoiser of sessions.denoisersOf(model.id)) {
+    const request = { prompt: 'a red castle', negativePrompt: '', seed: 1, batchSize: 1, steps: 1, guidance: 2, scheduler: model.spec.scheduler.name, control: grey, controlScale: 1, controlStart: 0, controlEnd: 1, width: side, height: side, nativeSize: side, refine: false } as const;
+    image = (await generate(request, { model, denoiser })).images[0]!;
+  }
+  const g = model.graphs as Readonly<Partial<Record<string, GraphSession>>>;
+  if (g.vae_encoder) await vaeEncode(model, new Float32Array(3 * side * side), side, side);
+  if (g.unet_inpaint) {
+    const u = g.unet_inpaint;
+    const l = side / 8;
+    await u.run({
+      sample: floatTensor(u.floatType('sample'), new Float32Array(9 * l * l), [1, 9, l, l]),
+      timestep: u.timestepTensor(1, 1),
+      encoder_hidden_states: floatTensor(u.floatType('encoder_hidden_states'), new Float32Array(77 * 768), [1, 77, 768]),
+    });
+  }
+  if (g.vae_decoder_fp32) {
+    const l = side / 8;
+    await g.vae_decoder_fp32.run({ latent_sample: floatTensor('float32' as FloatType, new Float32Array(4 * l * l), [1, 4, l, l]) });
+  }
+  // The checker nsfw.checker names (safety checker, content filter or classifier), else a bare safety_checker graph.
+  const checker = (model as { nsfw?: Parameters<typeof detectNsfw>[1] }).nsfw ?? g.safety_checker;
+  if (checker) await detectNsfw([image], checker);
+  if (model.captioner) await captionImage(image, model, { maxTokens: 1, beams: 1 });
+  if (g.face_detector) await detectFaces(image, g.face_detector, model.spec.faceDetector);
+}
+
+const pad = (rows: string[][]): string => {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  return rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n');
+};
+
+/**
+ * A graph that matches several rows (`a = b`): their facts are the same, so the file cannot tell
+ * them apart (an LCM-LoRA fused into the weights, a fused pair of mixed precision or an fp16
+ * export, a UNet optimized for CUDA whose names are the plain UNet's). The row shown first, whose
+ * exporter, graph and verdict fill the columns, is one that agrees with what the check found:
+ * a refusing row when the worker refused the manifest, a serving or adapting one when it started.
+ */
+function shownFirst(contracts: readonly ExportContract[], refused: boolean): ExportContract[] {
+  const agrees = (c: ExportContract) => (c.verdict === 'refuses') === refused;
+  return [...contracts.filter(agrees), ...contracts.filter((c) => !agrees(c))];
+}
+
+const TIES_NOTE = "a = b: the graph's names, dtypes, axes and operators match each of these rows (the file cannot tell them apart); the columns show the first, the one that agrees with the result below";
+
+/** The table `qr-art models check` prints. */
+export function formatCheck(result: CheckResult): string {
+  const head = ['model', 'role', 'file', 'matrix row', 'exporter', 'graph', 'verdict', 'ms'];
+  const body = result.rows.map((r) => {
+    const [c, ...others] = shownFirst(r.contracts, result.error !== undefined);
+    const more = others.length > 0 ? ` = ${others.map((x) => x.id).join(' = ')}` : '';
+    return [r.model, r.role, r.file, c ? `${c.id}${more}` : 'no matrix row', c?.exporter ?? '-', c?.graph ?? '-', c?.verdict ?? '-', r.ms === undefined ? '-' : r.ms.toFixed(1)];
+  });
+  const table = pad([head, ...body]);
+  const ties = result.rows.some((r) => r.contracts.length > 1) ? `\n${TIES_NOTE}` : '';
+  if (!result.error) return `${table}${ties}\nok: every graph loads and runs a step`;
+  return `${table}${ties}\nrefused: the worker would not start on this manifest:\n${result.error}`;
+}
+
+export const CHECK_USAGE = `qr-art models check --manifest FILE [--provider cpu|cuda|webgpu]
+
+Loads every graph of every model in the manifest on the provider (as a worker would), runs one
+tiny step through each role, and prints per graph the export-matrix row it matched
+(docs/models.md §5) and the step's time. Exits 1 when the worker would refuse the manifest.`;
+
+/** The `check` subcommand: exit 0 when every graph loads and runs, 1 when refused, 2 on bad flags. */
+export async function modelsCheckCommand(argv: string[]): Promise<number> {
+  const { parseArgs } = await import('node:util');
+  const { values } = parseArgs({ args: argv, options: { manifest: { type: 'string' }, provider: { type: 'string', default: 'cpu' }, help: { type: 'boolean', default: false } } });
+  if (values.help) {
+    console.log(CHECK_USAGE);
+    return 0;
+  }
+  const provider = values.provider!;
+  if (!values.manifest || !['cpu', 'cuda', 'webgpu'].includes(provider)) {
+    console.error(`${values.manifest ? `--provider must be cpu, cuda or webgpu, got '${provider}'` : '--manifest is required'}\n\n${CHECK_USAGE}`);
+    return 2;
+  }
+  let result: CheckResult;
+  try {
+    result = await checkManifest(values.manifest, { provider } as ExecutionProvider);
+  } catch (err) {
+    console.error((err as Error).message);
+    return 1;
+  }
+  const text = formatCheck(result);
+  if (result.error) console.error(text);
+  else console.log(text);
+  return result.error ? 1 : 0;
+}

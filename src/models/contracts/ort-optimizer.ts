@@ -1,0 +1,86 @@
+/**
+ * ONNX Runtime's offline Stable Diffusion optimizer (docs/models.md §2.6):
+ * `python -m onnxruntime.transformers.models.stable_diffusion.optimize_pipeline -i IN -o OUT --float16`
+ * run on a fused denoiser or a ControlNet-ready UNet staged as a pipeline's `unet`.
+ *
+ * What it writes, verified against microsoft/onnxruntime
+ * onnxruntime/python/tools/transformers/models/stable_diffusion/optimize_pipeline.py (`unet` and
+ * `safety_checker` optimized as model type unet, `keep_io_types=False`: every float input and
+ * output becomes float16), onnx_model_unet.py (UnetOnnxModel._optimize: LayerNormalization,
+ * com.microsoft Gelu, GroupNorm (channels last), BiasSplitGelu, MultiHeadAttention with packed
+ * QKV/KV, SkipLayerNormalization, SkipGroupNorm, NhwcConv, BiasAdd) and fusion_options.py (which
+ * flag turns each off: --disable_group_norm, --disable_skip_group_norm, --disable_nhwc_conv,
+ * --disable_bias_splitgelu, --disable_bias_add; the SD fusions are on by default for model type unet).
+ *
+ * Which of those operators have kernels on the CPU was measured here, not read: a one-node graph
+ * of each, in float16 and float32, made into a CPU session of onnxruntime-node 1.30. GroupNorm,
+ * SkipGroupNorm, NhwcConv, BiasSplitGelu and BiasAdd fail ("Could not find an implementation" /
+ * "Failed to find kernel"); MultiHeadAttention, Attention, SkipLayerNormalization, Gelu,
+ * BiasGelu and FastGelu load and run. So an optimized graph with the default flags is for the
+ * CUDA provider only (served there: unverified here, no CUDA in this build), and the same graph
+ * optimized with the five --disable flags is portable. WebGPU reaches the same CPU kernels for
+ * what it cannot run (ONNX Runtime's fallback), so it is refused alike.
+ */
+import type { ExportContract, ExportFacts } from './contract.ts';
+import { isGraph } from './match.ts';
+
+/** The optimizer's fused operators that have no CPU kernel in onnxruntime-node 1.30, each with the optimize_pipeline flag that leaves it out. */
+export const CUDA_ONLY_FUSIONS: Readonly<Record<string, string>> = {
+  'com.microsoft:GroupNorm': '--disable_group_norm',
+  'com.microsoft:SkipGroupNorm': '--disable_skip_group_norm',
+  'com.microsoft:NhwcConv': '--disable_nhwc_conv',
+  'com.microsoft:BiasSplitGelu': '--disable_bias_splitgelu',
+  'com.microsoft:BiasAdd': '--disable_bias_add',
+};
+
+/** The flags that make a portable graph: every CUDA-only fusion off (attention and LayerNorm fusions stay: they have CPU kernels). */
+export const PORTABLE_FLAGS = Object.values(CUDA_ONLY_FUSIONS).join(' ');
+
+/** The CUDA-only fused operators a graph's facts list (bare op names). */
+export function cudaOnlyOps(f: ExportFacts): string[] {
+  if (!isGraph(f)) return [];
+  return Object.keys(CUDA_ONLY_FUSIONS).filter((op) => f.ops.has(op)).map((op) => op.slice('com.microsoft:'.length));
+}
+
+const hasContribOps = (f: ExportFacts): boolean => isGraph(f) && [...f.ops].some((op) => op.startsWith('com.microsoft:'));
+const floatIoIsHalf = (f: ExportFacts): boolean => isGraph(f) && [...f.inputs, ...f.outputs].filter((v) => v.type.startsWith('float')).every((v) => v.type === 'float16');
+const hasIo = (f: ExportFacts, inputs: readonly string[], output: string): boolean =>
+  isGraph(f) && inputs.every((n) => f.inputs.some((i) => i.name === n)) && f.outputs.some((o) => o.name === output);
+
+const DENOISER_IO = ['sample', 'timestep', 'encoder_hidden_states', 'controlnet_cond', 'conditioning_scale'];
+const UNET_IO = ['sample', 'timestep', 'encoder_hidden_states', 'down_block_0_additional_residual', 'mid_block_additional_residual'];
+
+const CUDA_HOW = `served on EXECUTION_PROVIDER=cuda (unverified here); on cpu or webgpu refused at start, naming the operators: run the worker on cuda, or optimize the fp32 graph again with ${PORTABLE_FLAGS} (docs/models.md §2.6)`;
+const REFUSAL = 'have CUDA kernels only';
+
+export const ROWS: ExportContract[] = [
+  {
+    id: 'ort-optimizer-fp16-denoiser-cuda',
+    exporter: 'ONNX Runtime optimize_pipeline --float16',
+    graph: 'denoiser/model.onnx optimized with the default fusions (GroupNorm, SkipGroupNorm, NhwcConv, BiasSplitGelu, BiasAdd, MultiHeadAttention)',
+    role: 'denoiser',
+    verdict: 'refuses',
+    how: CUDA_HOW,
+    refusal: REFUSAL,
+    matches: (f) => hasIo(f, DENOISER_IO, 'noise_pred') && cudaOnlyOps(f).length > 0,
+  },
+  {
+    id: 'ort-optimizer-fp16-unet-cuda',
+    exporter: 'ONNX Runtime optimize_pipeline --float16',
+    graph: 'unet/model.onnx (ControlNet-ready) optimized with the default fusions',
+    role: 'unet',
+    verdict: 'refuses',
+    how: `${CUDA_HOW}; its ControlNet must be optimized alike (both --float16 or neither)`,
+    refusal: REFUSAL,
+    matches: (f) => hasIo(f, UNET_IO, 'out_sample') && cudaOnlyOps(f).length > 0,
+  },
+  {
+    id: 'ort-optimizer-fp16-denoiser-portable',
+    exporter: `ONNX Runtime optimize_pipeline --float16 ${PORTABLE_FLAGS}`,
+    graph: 'denoiser/model.onnx with only the fusions that have CPU kernels (MultiHeadAttention, SkipLayerNormalization, Gelu)',
+    role: 'denoiser',
+    verdict: 'serves',
+    how: 'on every provider: float16 inputs and outputs (the timestep and both scales too, controlnet_cond stays uint8) read from the graph; the contrib operators left have CPU kernels',
+    matches: (f) => hasIo(f, DENOISER_IO, 'noise_pred') && hasContribOps(f) && cudaOnlyOps(f).length === 0 && floatIoIsHalf(f),
+  },
+];

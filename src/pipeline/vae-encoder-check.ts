@@ -1,0 +1,86 @@
+/**
+ * Refuses, at start, a VAE encoder that samples inside its graph.
+ *
+ * Refinement, the face pass, the code regeneration and outpainting encode an image and then
+ * denoise it from the job's seeded noise; an encoder that draws its own random numbers
+ * (`latent_dist.sample()` traced into the graph: RandomNormalLike/RandomNormal) gives other
+ * latents on every call, so the same seed no longer gives the same image. Exporters that write
+ * one, checked against their sources:
+ *
+ *   diffusers  scripts/convert_stable_diffusion_checkpoint_to_onnx.py: forward =
+ *              encode(sample)[0].sample(), output `latent_sample`
+ *   OnnxStack  OnnxStack.Converter/StableDiffusion/models.py (vae_encoder_load): encode(sample)[0].sample()
+ *   optimum    before 1.23 (optimum/exporters/onnx/utils.py, changed by huggingface/optimum#2021):
+ *              {"latent_sample": encode(x=sample)["latent_dist"].sample()}; 1.23 and later write
+ *              {"latent_parameters": ...latent_dist.parameters} (mean ‖ logvar, deterministic)
+ *
+ * The check is a scan of the graph for random ops (graph, subgraphs, model-local functions).
+ * Decoding a model reads its inline weights, so the file's bytes are first searched for the op
+ * names (streamed in chunks, nothing kept): a clean encoder is never decoded. Only on a hit is
+ * the proto decoded to confirm the op is really a node (not bytes of a weight).
+ *
+ * We refuse rather than seed the draw: the pipeline uses the distribution's mean (the first 4
+ * channels of latent_parameters, as diffusers' img2img with `argmax` would), and a seeded draw
+ * would still give latents that differ from every other export of the same weights.
+ * `qr-art models vae-mean` (src/onnx/vae-mean.ts) rewrites such a graph to output that mean.
+ */
+import { open } from 'node:fs/promises';
+import type { ModelProto, NodeProto } from '../onnx/proto.ts';
+import { readModelFile } from '../onnx/model-file.ts';
+import { GraphSessionError } from './graph-session.ts';
+
+/** ONNX ops that draw random numbers. */
+export const RANDOM_OPS: readonly string[] = ['RandomNormal', 'RandomNormalLike', 'RandomUniform', 'RandomUniformLike', 'Multinomial', 'Bernoulli'];
+
+/** The random ops among a model's nodes (graph, subgraphs, model-local functions), as `op` or `domain:op`. */
+export function randomOpsOf(model: ModelProto): string[] {
+  const found = new Set<string>();
+  const visitNodes = (nodes: readonly NodeProto[]): void => {
+    for (const n of nodes) {
+      if (RANDOM_OPS.includes(n.opType)) found.add(n.domain && n.domain !== 'ai.onnx' ? `${n.domain}:${n.opType}` : n.opType);
+      for (const a of n.attribute) for (const g of [...(a.g ? [a.g] : []), ...a.graphs]) visitNodes(g.node);
+    }
+  };
+  if (model.graph) visitNodes(model.graph.node);
+  for (const f of model.functions) visitNodes(f.node);
+  return [...found].sort();
+}
+
+/** True when any random op's name occurs in the file's bytes (a cheap filter: false means there is none). */
+async function mentionsRandomOp(file: string): Promise<boolean> {
+  const needles = RANDOM_OPS.map((op) => Buffer.from(op));
+  const overlap = Math.max(...needles.map((b) => b.length)) - 1;
+  const fh = await open(file, 'r');
+  try {
+    const chunk = Buffer.alloc(16 * 2 ** 20);
+    let carry = Buffer.alloc(0);
+    for (let at = 0; ; ) {
+      const { bytesRead } = await fh.read(chunk, 0, chunk.length, at);
+      if (bytesRead === 0) return false;
+      const window = Buffer.concat([carry, chunk.subarray(0, bytesRead)]);
+      if (needles.some((n) => window.includes(n))) return true;
+      carry = Buffer.from(window.subarray(Math.max(0, window.length - overlap)));
+      at += bytesRead;
+    }
+  } finally {
+    await fh.close();
+  }
+}
+
+/** The random ops of the model in `file` (empty for a deterministic graph). */
+export async function randomOpsInFile(file: string): Promise<string[]> {
+  if (!(await mentionsRandomOp(file))) return [];
+  return randomOpsOf(await readModelFile(file));
+}
+
+/** Throws GraphSessionError naming the fix when the VAE encoder in `file` samples inside its graph. */
+export async function checkVaeEncoderDeterministic(file: string, shown: string): Promise<void> {
+  const ops = await randomOpsInFile(file);
+  if (ops.length === 0) return;
+  throw new GraphSessionError(
+    `${shown}: the VAE encoder samples inside its graph (${ops.join(', ')}: latent_dist.sample() was traced in, as diffusers' conversion script, OnnxStack's converter and optimum before 1.23 export it), ` +
+      `so refinement, the face pass and outpainting would not reproduce for the same seed. ` +
+      `Re-export it with optimum 1.23 or later (\`optimum-cli export onnx --model <repo> <dir>\`: vae_encoder outputs latent_parameters, mean ‖ logvar) and map it with "outputs": { "latent_sample": "latent_parameters" }, ` +
+      `or rewrite this one to output the mean: \`qr-art models vae-mean --in ${shown} --out <dir>/model.onnx\``,
+  );
+}

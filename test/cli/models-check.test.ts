@@ -1,0 +1,53 @@
+/**
+ * `qr-art models check` through the real CLI entry (bin/qr-art.js): on the shipped demo manifest
+ * every graph loads, runs a step and names its export-matrix row; on a manifest the worker refuses
+ * (optimum's UNet, which has no ControlNet inputs) it prints the start-up error with the fix and
+ * exits 1.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { FIXTURES } from '../../scripts/demo-models/exports/index.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/qr-art.js', import.meta.url));
+const MANIFEST = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
+
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, 'models', 'check', ...args], { env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+describe('qr-art models check', () => {
+  it('on the demo manifest: every graph is matched to its matrix row, runs a step, and the command exits 0', async () => {
+    const { code, stdout } = await cli('--manifest', MANIFEST);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^demo-sd15\s+denoiser\s+\S+denoiser\/model\.onnx\s+qr-art-fused-denoiser\s+qr-art\s.*serves\s+\d+\.\d$/m);
+    expect(stdout).toMatch(/^demo-sd15\s+text_encoder\s.*qr-art-demo-text-encoder\s.*serves\s+\d+\.\d$/m);
+    expect(stdout).toContain('ok: every graph loads and runs a step');
+  }, 60_000);
+
+  it('on a manifest with optimum\'s UNet: prints the matched row and the start-up error naming the export to use, exits 1', async () => {
+    const row = FIXTURES.find((r) => r.contract.id === 'optimum-fp32-unet')!;
+    const manifest = await row.build(await mkdtemp(join(tmpdir(), 'qrart-check-')));
+    const { code, stderr } = await cli('--manifest', manifest);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/^demo-sd15\s+unet\s.*optimum-fp32-unet\s+optimum\s.*refuses/m);
+    expect(stderr).toContain('refused: the worker would not start on this manifest');
+    expect(stderr).toContain("down_block_0_additional_residual");
+    expect(stderr).toContain('docs/models.md §2.2');
+  }, 60_000);
+
+  it('asks for --manifest and a known provider (exit 2)', async () => {
+    expect((await cli()).code).toBe(2);
+    expect((await cli('--manifest', MANIFEST, '--provider', 'tpu')).code).toBe(2);
+  });
+});
