@@ -87,16 +87,6 @@ export const ROWS: ExportContract[] = [
     matches: (f) => f.role === 'vae_encoder' && samples(graph(f)!),
   },
   {
-    id: 'qr-art-vae-mean',
-    exporter: 'qr-art',
-    graph: 'that encoder after `qr-art models vae-mean` (the draw replaced by zeros: latent_sample is the mean)',
-    role: 'vae_encoder',
-    verdict: 'serves',
-    how: 'deterministic; the same latents as latent_parameters\' mean',
-    // From outside, an encoder whose latent_sample is the mean (as deterministic-latent-sample-vae-encoder).
-    matches: (f) => f.role === 'vae_encoder' && !samples(graph(f)!) && output(graph(f)!, 'latent_sample') !== undefined,
-  },
-  {
     id: 'optimum-latent-parameters-vae-encoder',
     exporter: 'optimum ≥ 1.23',
     graph: 'VAE encoder with latent_parameters (mean ‖ logvar, 8 channels)',
@@ -112,6 +102,16 @@ export const ROWS: ExportContract[] = [
     role: 'vae_encoder',
     verdict: 'serves',
     how: 'used as is',
+    matches: (f) => f.role === 'vae_encoder' && !samples(graph(f)!) && output(graph(f)!, 'latent_sample') !== undefined,
+  },
+  {
+    id: 'qr-art-vae-mean',
+    exporter: 'qr-art',
+    graph: 'that encoder after `qr-art models vae-mean` (the draw replaced by zeros: latent_sample is the mean)',
+    role: 'vae_encoder',
+    verdict: 'serves',
+    how: 'deterministic; the same latents as latent_parameters\' mean',
+    // From outside, an encoder whose latent_sample is the mean (as deterministic-latent-sample-vae-encoder).
     matches: (f) => f.role === 'vae_encoder' && !samples(graph(f)!) && output(graph(f)!, 'latent_sample') !== undefined,
   },
 ];
