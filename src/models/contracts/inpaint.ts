@@ -5,9 +5,10 @@
  *
  * The export that has one: a full LCM inpainting checkpoint (a UNet2DConditionModel with 9 input
  * channels and time_cond_proj_dim set) exported by optimum gets a `timestep_cond` [batch_size,
- * time_cond_proj_dim] input, as every full LCM UNet does (huggingface/optimum
- * optimum/exporters/onnx/model_configs.py UNetOnnxConfig: timestep_cond when the config has
- * time_cond_proj_dim; optimum/utils/input_generators.py DummyTimestepInputGenerator). Outpainting
+ * time_cond_proj_dim] input, as every full LCM UNet does (huggingface/optimum-onnx
+ * optimum/exporters/onnx/model_configs.py UNetOnnxConfig, in huggingface/optimum up to 1.27:
+ * timestep_cond when the config has time_cond_proj_dim; huggingface/optimum
+ * optimum/utils/input_generators.py DummyTimestepInputGenerator). Outpainting
  * runs plain SD inpainting with classifier-free guidance; it does not feed the guidance embedding.
  */
 import type { ExportContract } from './contract.ts';

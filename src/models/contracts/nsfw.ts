@@ -10,7 +10,8 @@
  *     dummy with no dynamic axes; fp16 IO after its Olive optimisation) and
  *     OnnxStack.FeatureExtractor/Pipelines/ContentFilterPipeline.cs (explicit when any score > 0.02);
  *   - optimum exporters/onnx/model_configs.py ViTOnnxConfig (pixel_values {0: batch_size,
- *     1: num_channels, 2: height, 3: width}) and the image-classification task's outputs
+ *     1: num_channels, 2: height, 3: width} up to optimum 1.27; optimum-onnx since its dynamo
+ *     change (2026-02) leaves the channel axis fixed: the pattern takes either) and the image-classification task's outputs
  *     (logits {0: batch_size}); Falconsai/nsfw_image_detection config.json (id2label
  *     {0: normal, 1: nsfw}) and preprocessor_config.json (ViTImageProcessor, 224×224, resample 2,
  *     mean = std = 0.5), read on huggingface.co, not run.

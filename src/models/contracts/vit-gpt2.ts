@@ -17,7 +17,8 @@ const decoderCore = [
   { name: 'input_ids', types: IDS, dims: ['batch_size', 'decoder_sequence_length'] },
   { name: 'encoder_hidden_states', types: FLOAT, dims: ['batch_size', 'encoder_sequence_length', '*'] },
 ];
-const USE_PLAIN = 'point captioner_decoder at decoder_model.onnx (export with --task image-to-text, or keep it with --no-post-process); the worker runs the decoder without a cache';
+/** optimum's post-processing writes the merged decoder beside decoder_model.onnx and keeps it, so the fix is the manifest's path. */
+const USE_PLAIN = 'point captioner_decoder at decoder_model.onnx (written by every export: --task image-to-text alone, or beside the with-past and merged decoders of image-to-text-with-past, the default); the worker runs the decoder without a cache';
 
 export const ROWS: ExportContract[] = [
   {
