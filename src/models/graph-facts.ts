@@ -1,14 +1,16 @@
 /**
  * The facts an export contract is matched on (contracts/contract.ts), read from files without
  * running anything: a graph's inputs and outputs (names, dtypes, dims) and every op type it uses
- * (subgraphs and model-local functions included), or the file names of a tokenizer folder.
+ * (subgraphs and model-local functions included; attention with packed inputs named apart, since
+ * only CUDA runs it: pipeline/packed-attention.ts), or the file names of a tokenizer folder.
  *
  * Graph files are decoded with src/onnx/model-file.ts, which leaves external weights where they
  * are, so reading the facts of a 3.4 GB UNet reads only its model.onnx.
  */
 import { readdir } from 'node:fs/promises';
 import { readModelFile } from '../onnx/model-file.ts';
-import { elementTypeOf, tensorTypeOf, type GraphProto, type ModelProto, type ValueInfoProto } from '../onnx/proto.ts';
+import { elementTypeOf, tensorTypeOf, type GraphProto, type ModelProto, type NodeProto, type ValueInfoProto } from '../onnx/proto.ts';
+import { packingOf } from '../pipeline/packed-attention.ts';
 import type { GraphRole } from '../pipeline/manifest.ts';
 import type { GraphFacts, IoFacts, TokenizerFacts } from './contracts/contract.ts';
 
@@ -21,9 +23,16 @@ function ioFacts(v: ValueInfoProto): IoFacts {
   return { name: v.name, type: elementTypeOf(t.type) ?? OTHER_TYPES[t.type] ?? `onnx-type-${t.type}`, dims: t.dims };
 }
 
+/** A node's op as `op` or `domain:op`; a MultiHeadAttention with packed inputs also as `com.microsoft:MultiHeadAttention(packed QKV)` (or KV). */
+function opsOf(n: NodeProto): string[] {
+  const op = n.domain === '' || n.domain === 'ai.onnx' ? n.opType : `${n.domain}:${n.opType}`;
+  const packed = packingOf(n);
+  return packed ? [op, `${op}(${packed})`] : [op];
+}
+
 function collectOps(g: GraphProto, into: Set<string>): void {
   for (const n of g.node) {
-    into.add(n.domain === '' || n.domain === 'ai.onnx' ? n.opType : `${n.domain}:${n.opType}`);
+    for (const op of opsOf(n)) into.add(op);
     for (const a of n.attribute) {
       if (a.g) collectOps(a.g, into);
       for (const sub of a.graphs) collectOps(sub, into);
@@ -38,7 +47,7 @@ export function modelFacts(model: ModelProto, role: GraphRole): GraphFacts {
   const ops = new Set<string>();
   collectOps(g, ops);
   for (const f of model.functions) {
-    for (const n of f.node) ops.add(n.domain === '' || n.domain === 'ai.onnx' ? n.opType : `${n.domain}:${n.opType}`);
+    for (const n of f.node) for (const op of opsOf(n)) ops.add(op);
   }
   return {
     role,

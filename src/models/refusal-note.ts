@@ -11,7 +11,7 @@
 import type { GraphRole } from '../pipeline/manifest.ts';
 import type { GraphFailure } from '../pipeline/sessions.ts';
 import { matchContracts } from './contracts/index.ts';
-import { CUDA_ONLY_FUSIONS, cudaOnlyOps } from './contracts/ort-optimizer.ts';
+import { CUDA_ONLY, cudaOnlyOps } from './contracts/ort-optimizer.ts';
 import { readGraphFacts } from './graph-facts.ts';
 
 /** SessionOptions.explainFailure for the worker and `qr-art models check`: the note that fits the failure, or ''. */
@@ -44,7 +44,7 @@ export async function missingKernelNote(file: string, role: GraphRole, provider:
     const ops = cudaOnlyOps(facts);
     if (ops.length === 0) return '';
     const row = matchContracts(facts).find((c) => c.id.startsWith('ort-optimizer-'));
-    const flags = ops.map((op) => CUDA_ONLY_FUSIONS[`com.microsoft:${op}`]!).join(' ');
+    const flags = ops.map((op) => CUDA_ONLY[`com.microsoft:${op}`]!).join(' ');
     return (
       ` — this graph was optimized by ONNX Runtime's optimize_pipeline${row ? ` (export matrix: ${row.id})` : ''}: its fused operators ${ops.join(', ')} (com.microsoft) have CUDA kernels only, none on ${provider}. ` +
       `Run this worker with EXECUTION_PROVIDER=cuda, or optimize the fp32 graph again with ${flags} (docs/models.md §2.6)`

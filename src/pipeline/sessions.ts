@@ -44,6 +44,7 @@ import { keepsTensorsOnDevice, providerOptions, type ExecutionProvider } from '.
 import { loadNsfwChecker, type NsfwChecker } from './nsfw.ts';
 import { ClipTokenizer } from './tokenizer.ts';
 import { checkVaeEncoderDeterministic } from './vae-encoder-check.ts';
+import { checkAttentionRunsOn } from './packed-attention.ts';
 import type { V5Model } from '../workflows/catalogue.ts';
 import type { WorkflowName } from '../workflows/names.ts';
 
@@ -206,6 +207,8 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
     } catch {
       throw new GraphSessionError(`${shown}: file not found (named in ${displayPath(manifest.file)})`);
     }
+    // Loads on every provider, runs on CUDA only: refused before a session is made (packed-attention.ts).
+    await checkAttentionRunsOn(provider.provider, file, shown, role);
     try {
       const onDevice = keep && role === 'denoiser' ? { preferredOutputLocation: { [spec.outputs?.noise_pred ?? 'noise_pred']: 'gpu-buffer' as const } } : {};
       const s = await ort.InferenceSession.create(file, { ...sessionOptions, ...onDevice });

@@ -24,8 +24,8 @@
  * would still give latents that differ from every other export of the same weights.
  * `qr-art models vae-mean` (src/onnx/vae-mean.ts) rewrites such a graph to output that mean.
  */
-import { open } from 'node:fs/promises';
 import type { ModelProto, NodeProto } from '../onnx/proto.ts';
+import { fileMentions } from '../onnx/file-mentions.ts';
 import { readModelFile } from '../onnx/model-file.ts';
 import { GraphSessionError } from './graph-session.ts';
 
@@ -46,30 +46,9 @@ export function randomOpsOf(model: ModelProto): string[] {
   return [...found].sort();
 }
 
-/** True when any random op's name occurs in the file's bytes (a cheap filter: false means there is none). */
-async function mentionsRandomOp(file: string): Promise<boolean> {
-  const needles = RANDOM_OPS.map((op) => Buffer.from(op));
-  const overlap = Math.max(...needles.map((b) => b.length)) - 1;
-  const fh = await open(file, 'r');
-  try {
-    const chunk = Buffer.alloc(16 * 2 ** 20);
-    let carry = Buffer.alloc(0);
-    for (let at = 0; ; ) {
-      const { bytesRead } = await fh.read(chunk, 0, chunk.length, at);
-      if (bytesRead === 0) return false;
-      const window = Buffer.concat([carry, chunk.subarray(0, bytesRead)]);
-      if (needles.some((n) => window.includes(n))) return true;
-      carry = Buffer.from(window.subarray(Math.max(0, window.length - overlap)));
-      at += bytesRead;
-    }
-  } finally {
-    await fh.close();
-  }
-}
-
 /** The random ops of the model in `file` (empty for a deterministic graph). */
 export async function randomOpsInFile(file: string): Promise<string[]> {
-  if (!(await mentionsRandomOp(file))) return [];
+  if (!(await fileMentions(file, RANDOM_OPS))) return [];
   return randomOpsOf(await readModelFile(file));
 }
 

@@ -2,7 +2,8 @@
  * ONNX Runtime's SD optimizer output (src/models/contracts/ort-optimizer.ts): the claim the rows
  * rest on (which fused operators have no CPU kernel in the onnxruntime-node we ship), re-measured
  * so an upgrade that adds kernels fails here; the CUDA-fusion fixtures refused on the CPU naming
- * the operators and both fixes, not ONNX Runtime's bare message; the portable fixture served; and
+ * the operators and both fixes, not ONNX Runtime's bare message; packed attention (loads on the
+ * CPU, fails on its first run: re-measured too) refused at start; the portable fixture served; and
  * `models check`'s table showing the refusing row first for a graph that also matches a serving one.
  */
 import { create } from '@bufbuild/protobuf';
@@ -82,6 +83,34 @@ describe("ONNX Runtime's SD optimizer output", () => {
     // The table names the refusing row first although the graph's names are also a serving row's.
     const role = id.includes('unet') ? 'unet' : 'denoiser';
     expect(formatCheck(result)).toMatch(new RegExp(`^demo-sd15\\s+${role}\\s+\\S+\\s+${id} = \\S+.*refuses`, 'm'));
+  }, 30_000);
+
+  it('runs MultiHeadAttention on the CPU with separate Q, K, V only: packed QKV and packed KV load, then fail on the first run', async () => {
+    const mha = (ins: [string, 'T' | 'F', number[]][]) => oneNode('MultiHeadAttention', 'float32', ins, { num_heads: 2 });
+    const run = async (bytes: Uint8Array, feeds: Record<string, number[]>): Promise<string> => {
+      const s = await ort.InferenceSession.create(bytes, { executionProviders: ['cpu'], logSeverityLevel: 4 });
+      try {
+        const tensors = Object.fromEntries(Object.entries(feeds).map(([n, d]) => [n, new ort.Tensor('float32', new Float32Array(d.reduce((a, b) => a * b, 1)).fill(0.1), d)]));
+        await s.run(tensors);
+        return 'ran';
+      } catch (err) {
+        return (err as Error).message;
+      } finally {
+        await s.release();
+      }
+    };
+    const d = [1, 4, 16];
+    expect(await run(mha([['q', 'T', d], ['k', 'T', d], ['v', 'T', d]]), { q: d, k: d, v: d })).toBe('ran');
+    expect(await run(mha([['q', 'T', [1, 4, 2, 3, 8]]]), { q: [1, 4, 2, 3, 8] })).toContain('Packed QKV of shape (B, L, N, 3, H) not implemented for CPU');
+    expect(await run(mha([['q', 'T', d], ['kv', 'T', [1, 4, 2, 2, 8]]]), { q: d, kv: [1, 4, 2, 2, 8] })).toContain('Packed KV not implemented for CPU');
+  });
+
+  it('ort-optimizer-fp16-denoiser-packed-attention: refused at start on the CPU, before its first step would fail, naming the unpacking flag', async () => {
+    const result = await check('ort-optimizer-fp16-denoiser-packed-attention');
+    expect(result.error).toContain('its MultiHeadAttention nodes take packed QKV inputs, which ONNX Runtime runs on CUDA only');
+    expect(result.error).toContain('EXECUTION_PROVIDER=cuda');
+    expect(result.error).toContain('--disable_packed_qkv');
+    expect(formatCheck(result)).toMatch(/^demo-sd15\s+denoiser\s+\S+\s+ort-optimizer-fp16-denoiser-packed-attention( = \S+)?\s.*refuses/m);
   }, 30_000);
 
   it('ort-optimizer-fp16-denoiser-portable: served, its denoiser stepped, named first in the table', async () => {

@@ -6,7 +6,11 @@
  *
  *   cuda       GroupNorm (channels last), SkipGroupNorm, NhwcConv, BiasAdd, BiasSplitGelu: the
  *              default fusions, which have no CPU kernel, so a CPU session of it cannot be made
- *   portable   com.microsoft Gelu only (what is left with the five --disable flags; it has a CPU kernel)
+ *   packed     MultiHeadAttention with packed QKV (one [B, L, N, 3, H] query, key and value
+ *              empty): the fusions of the five --disable flags gone, the packing left on; the
+ *              session loads on the CPU, its run would fail, so the worker refuses it at start
+ *   portable   com.microsoft MultiHeadAttention with unpacked inputs and Gelu (what is left with
+ *              all seven flags; both have CPU kernels)
  *
  * The operators sit on a side branch whose result is multiplied by zero and added to the
  * prediction, so the graph still predicts what the demo graph predicts and ONNX Runtime cannot
@@ -59,9 +63,41 @@ function cudaBranch(from: string, at: string) {
   };
 }
 
-/** What the portable flags leave: com.microsoft Gelu (CPU kernel in onnxruntime-node 1.30). */
+/** The prediction as a [B, L, 4] sequence, one head of 4, for attention. */
+function sequence(from: string, at: string) {
+  return {
+    consts: [tensor(`${at}/seq-shape`, 'int64', [3], [0, -1, 4]), tensor(`${at}/qkv-shape`, 'int64', [5], [0, 0, 1, 1, 4])],
+    nodes: [node('Reshape', [from, `${at}/seq-shape`], [`${at}/seq`], {}, `${at}/to-sequence`)],
+  };
+}
+
+/** What the portable flags leave: MultiHeadAttention on separate Q, K, V and Gelu (CPU kernels in onnxruntime-node 1.30). */
 function portableBranch(from: string, at: string) {
-  return { consts: [], out: `${at}/gelu`, nodes: [node('Gelu', [from], [`${at}/gelu`], {}, `${at}/Gelu`, MS)] };
+  const seq = sequence(from, at);
+  return {
+    consts: seq.consts,
+    out: `${at}/gelu`,
+    nodes: [
+      ...seq.nodes,
+      node('MultiHeadAttention', [`${at}/seq`, `${at}/seq`, `${at}/seq`], [`${at}/attn`], { num_heads: 1 }, `${at}/MultiHeadAttention`, MS),
+      node('Gelu', [`${at}/attn`], [`${at}/gelu`], {}, `${at}/Gelu`, MS),
+    ],
+  };
+}
+
+/** The default packing left on: self-attention's Q, K, V packed into one [B, L, 1, 3, 4] query. */
+function packedBranch(from: string, at: string) {
+  const seq = sequence(from, at);
+  return {
+    consts: seq.consts,
+    out: `${at}/attn`,
+    nodes: [
+      ...seq.nodes,
+      node('Reshape', [`${at}/seq`, `${at}/qkv-shape`], [`${at}/one`], {}, `${at}/to-heads`),
+      node('Concat', [`${at}/one`, `${at}/one`, `${at}/one`], [`${at}/qkv`], { axis: 3 }, `${at}/pack-qkv`),
+      node('MultiHeadAttention', [`${at}/qkv`], [`${at}/attn`], { num_heads: 1 }, `${at}/MultiHeadAttention`, MS),
+    ],
+  };
 }
 
 export const ROWS: ExportRow[] = [
@@ -82,6 +118,17 @@ export const ROWS: ExportRow[] = [
       const m = withHalfIo(withContribBranch(await demoGraph('unet/model.onnx'), 'out_sample', cudaBranch));
       const file = await writeGraph(dir, 'unet/model.onnx', m);
       return writeFixtureManifest(dir, (g) => separatePair(g, { unet: { path: file } }));
+    },
+  },
+  {
+    contract: contract('ort-optimizer-fp16-denoiser-packed-attention'),
+    async build(dir) {
+      const m = withHalfIo(withContribBranch(await demoGraph('denoiser/model.onnx'), 'noise_pred', packedBranch));
+      const file = await writeGraph(dir, 'denoiser/model.onnx', m);
+      return writeFixtureManifest(dir, (g, model) => {
+        g.denoiser = { path: file };
+        model.dtype = 'fp16';
+      });
     },
   },
   {

@@ -26,7 +26,11 @@ export interface GraphFacts {
   readonly role: GraphRole;
   readonly inputs: readonly IoFacts[];
   readonly outputs: readonly IoFacts[];
-  /** Every op type in the graph, its subgraphs and model-local functions, as `domain:op` for other domains ('' and 'ai.onnx' as `op`). */
+  /**
+   * Every op type in the graph, its subgraphs and model-local functions, as `domain:op` for other
+   * domains ('' and 'ai.onnx' as `op`); a MultiHeadAttention with packed inputs adds
+   * `com.microsoft:MultiHeadAttention(packed QKV)` or `(packed KV)`.
+   */
   readonly ops: ReadonlySet<string>;
 }
 
