@@ -51,7 +51,7 @@ export const ROWS: ExportContract[] = [
     graph: 'content_filter/model.onnx (OnnxStack.Converter/ContentFilter)',
     role: 'content_filter',
     verdict: 'serves',
-    how: 'graphs.content_filter with nsfw { "checker": "content_filter", "threshold": 0.02 }: one image per run (batch fixed at 1), flagged when any of the 17 concept_scores is above the threshold (OnnxStack\'s rule and default); CLIP preprocessing unless nsfw.preprocess says otherwise',
+    how: 'graphs.content_filter with nsfw { "checker": "content_filter", "threshold": 0.02 }: one image per run (batch fixed at 1), flagged when any of the 17 concept_scores is above the threshold (OnnxStack\'s rule and default); CLIP preprocessing unless nsfw.preprocess says otherwise; fp16 IO as OnnxStack ships it (its Olive pass may add CUDA-only fusions: refused on cpu and webgpu naming them, as the ort-optimizer rows)',
     matches: (f) =>
       graphMatches(f, {
         inputs: [{ name: 'clip_input', types: FLOAT, dims: [1, 3, 224, 224] }],

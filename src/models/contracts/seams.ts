@@ -10,7 +10,11 @@
  * matches nothing (each of its graphs is fine alone; seams.ts refuses the two together), and
  * what a rewrite command writes looks from outside like another serving row, which matches too.
  *
- * Sources read: OnnxStack.Converter/ControlNet/models.py (the scale a traced Python float),
+ * Sources read: OnnxStack.Converter/ControlNet/models.py and config_controlnet.json (at 9325321:
+ * conditioning_scale is among the traced inputs, a Python float, so a float64 scalar input, as the
+ * demo ControlNet has), OnnxStack's ControlNetDiffuser.cs (it feeds the scale only when the
+ * ControlNet has a fifth input, so 4-input ControlNets without one are still run there: the
+ * no-scale row; which exports lack it is unverified here),
  * OnnxStack.Converter/StableDiffusion/models.py (vae_encoder: encode(sample)[0].sample()),
  * diffusers scripts/convert_stable_diffusion_checkpoint_to_onnx.py (vae_encoder forward =
  * encode(...)[0].sample(), output latent_sample), optimum/exporters/onnx/utils.py before and
@@ -28,8 +32,8 @@ const samples = (f: GraphFacts): boolean => RANDOM_OPS.some((op) => f.ops.has(op
 export const ROWS: ExportContract[] = [
   {
     id: 'onnxstack-controlnet-no-scale',
-    exporter: 'OnnxStack/Amuse',
-    graph: 'ControlNet without a conditioning_scale input (separate pair or extra ControlNet)',
+    exporter: 'OnnxStack/Amuse (4-input ControlNets, which its ControlNetDiffuser still runs)',
+    graph: 'ControlNet without a conditioning_scale input (separate pair or extra ControlNet); a current OnnxStack export has one (float64 scalar) and serves',
     role: 'controlnet',
     verdict: 'refuses',
     how: 'qr-art models scale-controlnet --in F --out F gives it a conditioning_scale input that multiplies every residual inside the graph; or qr-art models fuse (scales inside the fused graph)',
@@ -72,7 +76,7 @@ export const ROWS: ExportContract[] = [
     graph: 'fp16 ControlNet and UNet both converted to float32 IO, as a separate pair',
     role: 'controlnet',
     verdict: 'serves',
-    how: 'the precisions agree at the seam: residuals go from one session into the other untouched',
+    how: "the precisions agree at the seam: residuals go from one session into the other untouched. OnnxStack's Olive pass (OrtTransformersOptimization for a GPU) can add CUDA-only fusions: such a pair then starts on cuda only and is refused on cpu and webgpu naming them, as the ort-optimizer rows",
     // From outside, a float32-IO ControlNet with a scale input (as qr-art-controlnet-with-scale).
     matches: (f) => f.role === 'controlnet' && input(graph(f)!, 'conditioning_scale') !== undefined && input(graph(f)!, 'sample')?.type === 'float32' && graph(f)!.outputs.every((o) => o.type === 'float32'),
   },
