@@ -35,8 +35,10 @@ export const ROWS: ExportRow[] = [
       keepOutputs(m, (n) => n === 'last_hidden_state' || n === 'pooler_output');
       // The script traces input_ids as int32 (`dtype=torch.int32`).
       retypeInput(m, 'input_ids', 'int32', ['batch', 'sequence']);
-      setDims(m, 'last_hidden_state', ['batch', 'sequence', 768]);
-      setDims(m, 'pooler_output', ['batch', 768]);
+      // Output axes as torch's exporter names them when the script gives no names (last_hidden_state's
+      // seen on a tiny export at opset 14; pooler_output's made up in the same form, unchecked).
+      setDims(m, 'last_hidden_state', ['Addlast_hidden_state_dim_0', 'Addlast_hidden_state_dim_1', 768]);
+      setDims(m, 'pooler_output', ['Gatherpooler_output_dim_0', 768]);
       const file = await writeGraph(dir, 'text_encoder/model.onnx', m);
       return writeFixtureManifest(dir, (gr) => (gr.text_encoder = { path: file }));
     },

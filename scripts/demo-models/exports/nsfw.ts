@@ -32,6 +32,7 @@ export const ROWS: ExportRow[] = [
       const m = await demoGraph('safety_checker/model.onnx');
       setDims(m, 'clip_input', ['batch', 'channels', 'height', 'width']);
       setDims(m, 'images', ['batch', 'height', 'width', 'channels']);
+      setDims(m, 'has_nsfw_concepts', ['Greaterhas_nsfw_concepts_dim_0']);
       const file = await writeGraph(dir, 'safety_checker/model.onnx', m);
       return writeFixtureManifest(dir, (g) => (g.safety_checker = { path: file }));
     },

@@ -9,6 +9,10 @@
  * sample [2B, 4, H, W], timestep [1], encoder_hidden_states [2B, 77, 768],
  * controlnet_conds [n_controlnets, 2B, 3, 8H, 8W], conditioning_scales [n_controlnets, 1] →
  * noise_pred). Its VAE encoder (a sampling latent_sample) and safety checker are in seams.ts and nsfw.ts.
+ * The scripts name the axes of inputs only (dynamic_axes); output axes get names torch's
+ * TorchScript exporter makes up (`<Op><output>_dim_<i>`), so rows do not match output axis names.
+ * Checked by exporting tiny random-weight models with the scripts' own export calls (torch 2.13,
+ * dynamo=False).
  */
 import type { ExportContract } from './contract.ts';
 import { FLOAT, graphMatches } from './match.ts';
@@ -25,7 +29,8 @@ export const ROWS: ExportContract[] = [
       graphMatches(f, {
         inputs: [{ name: 'input_ids', types: ['int32'], dims: ['batch', 'sequence'] }],
         outputs: [
-          { name: 'last_hidden_state', types: FLOAT, dims: ['batch', 'sequence', '*'] },
+          // The script names no output axes: torch's exporter makes up their names (e.g. Addlast_hidden_state_dim_0).
+          { name: 'last_hidden_state', types: FLOAT, dims: ['?', '?', '*'] },
           { name: 'pooler_output', types: FLOAT },
         ],
         otherOutputs: () => false,

@@ -41,7 +41,8 @@ export const ROWS: ExportContract[] = [
         ],
         outputs: [
           { name: 'out_images', types: FLOAT },
-          { name: 'has_nsfw_concepts', types: ['bool'], dims: ['batch'] },
+          // No name from the script: torch's own (Greaterhas_nsfw_concepts_dim_0).
+          { name: 'has_nsfw_concepts', types: ['bool'], dims: ['?'] },
         ],
       }),
   },
