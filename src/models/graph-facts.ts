@@ -9,7 +9,8 @@
  */
 import { readdir } from 'node:fs/promises';
 import { readModelFile } from '../onnx/model-file.ts';
-import { elementTypeOf, tensorTypeOf, type GraphProto, type ModelProto, type NodeProto, type ValueInfoProto } from '../onnx/proto.ts';
+import { nodesOf } from '../onnx/nodes.ts';
+import { elementTypeOf, tensorTypeOf, type ModelProto, type NodeProto, type ValueInfoProto } from '../onnx/proto.ts';
 import { packingOf } from '../pipeline/packed-attention.ts';
 import type { GraphRole } from '../pipeline/manifest.ts';
 import type { GraphFacts, IoFacts, TokenizerFacts } from './contracts/contract.ts';
@@ -30,25 +31,12 @@ function opsOf(n: NodeProto): string[] {
   return packed ? [op, `${op}(${packed})`] : [op];
 }
 
-function collectOps(g: GraphProto, into: Set<string>): void {
-  for (const n of g.node) {
-    for (const op of opsOf(n)) into.add(op);
-    for (const a of n.attribute) {
-      if (a.g) collectOps(a.g, into);
-      for (const sub of a.graphs) collectOps(sub, into);
-    }
-  }
-}
-
 /** Facts of a decoded model (inputs that are initializers too are not inputs: ONNX IR < 4 lists them). */
 export function modelFacts(model: ModelProto, role: GraphRole): GraphFacts {
   const g = model.graph!;
   const initializers = new Set(g.initializer.map((t) => t.name));
   const ops = new Set<string>();
-  collectOps(g, ops);
-  for (const f of model.functions) {
-    for (const n of f.node) for (const op of opsOf(n)) ops.add(op);
-  }
+  for (const n of nodesOf(model)) for (const op of opsOf(n)) ops.add(op);
   return {
     role,
     inputs: g.input.filter((v) => !initializers.has(v.name)).map(ioFacts),

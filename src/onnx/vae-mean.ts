@@ -13,7 +13,7 @@
  * `qr-art models vae-mean` writes the result (src/cli/models.ts).
  */
 import { node, tensor, type AttributeProto, type ModelProto, type NodeProto } from './proto.ts';
-import { randomOpsOf } from '../pipeline/vae-encoder-check.ts';
+import { randomOpsOf } from './random-ops.ts';
 
 export class VaeMeanError extends Error {
   override readonly name = 'VaeMeanError';

@@ -11,6 +11,7 @@
  */
 import { fileMentions } from '../onnx/file-mentions.ts';
 import { readModelFile } from '../onnx/model-file.ts';
+import { nodesOf } from '../onnx/nodes.ts';
 import type { ModelProto, NodeProto } from '../onnx/proto.ts';
 import { GraphSessionError } from './graph-session.ts';
 import type { DeviceName } from './providers.ts';
@@ -32,15 +33,10 @@ export function packingOf(n: NodeProto): PackedAttention | undefined {
 /** The packings a model's nodes use (graph, subgraphs, model-local functions), in a fixed order. */
 export function packedAttentionOf(model: ModelProto): PackedAttention[] {
   const found = new Set<PackedAttention>();
-  const visit = (nodes: readonly NodeProto[]): void => {
-    for (const n of nodes) {
-      const p = packingOf(n);
-      if (p) found.add(p);
-      for (const a of n.attribute) for (const g of [...(a.g ? [a.g] : []), ...a.graphs]) visit(g.node);
-    }
-  };
-  if (model.graph) visit(model.graph.node);
-  for (const f of model.functions) visit(f.node);
+  for (const n of nodesOf(model)) {
+    const p = packingOf(n);
+    if (p) found.add(p);
+  }
   return (Object.keys(UNPACK_FLAGS) as PackedAttention[]).filter((p) => found.has(p));
 }
 

@@ -24,27 +24,10 @@
  * would still give latents that differ from every other export of the same weights.
  * `qr-art models vae-mean` (src/onnx/vae-mean.ts) rewrites such a graph to output that mean.
  */
-import type { ModelProto, NodeProto } from '../onnx/proto.ts';
 import { fileMentions } from '../onnx/file-mentions.ts';
+import { RANDOM_OPS, randomOpsOf } from '../onnx/random-ops.ts';
 import { readModelFile } from '../onnx/model-file.ts';
 import { GraphSessionError } from './graph-session.ts';
-
-/** ONNX ops that draw random numbers. */
-export const RANDOM_OPS: readonly string[] = ['RandomNormal', 'RandomNormalLike', 'RandomUniform', 'RandomUniformLike', 'Multinomial', 'Bernoulli'];
-
-/** The random ops among a model's nodes (graph, subgraphs, model-local functions), as `op` or `domain:op`. */
-export function randomOpsOf(model: ModelProto): string[] {
-  const found = new Set<string>();
-  const visitNodes = (nodes: readonly NodeProto[]): void => {
-    for (const n of nodes) {
-      if (RANDOM_OPS.includes(n.opType)) found.add(n.domain && n.domain !== 'ai.onnx' ? `${n.domain}:${n.opType}` : n.opType);
-      for (const a of n.attribute) for (const g of [...(a.g ? [a.g] : []), ...a.graphs]) visitNodes(g.node);
-    }
-  };
-  if (model.graph) visitNodes(model.graph.node);
-  for (const f of model.functions) visitNodes(f.node);
-  return [...found].sort();
-}
 
 /** The random ops of the model in `file` (empty for a deterministic graph). */
 export async function randomOpsInFile(file: string): Promise<string[]> {

@@ -24,7 +24,8 @@ import { outpaint } from '../../src/pipeline/outpaint.ts';
 import { enhanceFaces, findFaceSquares } from '../../src/pipeline/face-pass.ts';
 import { createSessions, type PipelineSessions } from '../../src/pipeline/sessions.ts';
 import { generate, type Txt2ImgRequest } from '../../src/pipeline/txt2img.ts';
-import { randomOpsInFile, randomOpsOf } from '../../src/pipeline/vae-encoder-check.ts';
+import { randomOpsOf } from '../../src/onnx/random-ops.ts';
+import { randomOpsInFile } from '../../src/pipeline/vae-encoder-check.ts';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
 import { copyModel, withSamplingEncoder } from '../helpers/onnx-variants.ts';
 

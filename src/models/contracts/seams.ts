@@ -22,7 +22,7 @@
  * latent_parameters = latent_dist.parameters).
  */
 import type { ExportContract, ExportFacts, GraphFacts } from './contract.ts';
-import { RANDOM_OPS } from '../../pipeline/vae-encoder-check.ts';
+import { RANDOM_OPS } from '../../onnx/random-ops.ts';
 
 const graph = (f: ExportFacts): GraphFacts | undefined => (f.role === 'tokenizer' ? undefined : f);
 const input = (f: GraphFacts, name: string) => f.inputs.find((i) => i.name === name);
