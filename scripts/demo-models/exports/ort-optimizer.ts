@@ -100,17 +100,20 @@ function packedBranch(from: string, at: string) {
   };
 }
 
+/** The demo fused denoiser with fp16 IO and `branch`'s operators, as the model's denoiser. */
+async function fp16Denoiser(dir: string, branch: Parameters<typeof withContribBranch>[2]): Promise<string> {
+  const m = withHalfIo(withContribBranch(await demoGraph('denoiser/model.onnx'), 'noise_pred', branch));
+  const file = await writeGraph(dir, 'denoiser/model.onnx', m);
+  return writeFixtureManifest(dir, (g, model) => {
+    g.denoiser = { path: file };
+    model.dtype = 'fp16';
+  });
+}
+
 export const ROWS: ExportRow[] = [
   {
     contract: contract('ort-optimizer-fp16-denoiser-cuda'),
-    async build(dir) {
-      const m = withHalfIo(withContribBranch(await demoGraph('denoiser/model.onnx'), 'noise_pred', cudaBranch));
-      const file = await writeGraph(dir, 'denoiser/model.onnx', m);
-      return writeFixtureManifest(dir, (g, model) => {
-        g.denoiser = { path: file };
-        model.dtype = 'fp16';
-      });
-    },
+    build: (dir) => fp16Denoiser(dir, cudaBranch),
   },
   {
     contract: contract('ort-optimizer-fp16-unet-cuda'),
@@ -122,25 +125,11 @@ export const ROWS: ExportRow[] = [
   },
   {
     contract: contract('ort-optimizer-fp16-denoiser-packed-attention'),
-    async build(dir) {
-      const m = withHalfIo(withContribBranch(await demoGraph('denoiser/model.onnx'), 'noise_pred', packedBranch));
-      const file = await writeGraph(dir, 'denoiser/model.onnx', m);
-      return writeFixtureManifest(dir, (g, model) => {
-        g.denoiser = { path: file };
-        model.dtype = 'fp16';
-      });
-    },
+    build: (dir) => fp16Denoiser(dir, packedBranch),
   },
   {
     contract: contract('ort-optimizer-fp16-denoiser-portable'),
     exercises: ['txt2img', 'refine'],
-    async build(dir) {
-      const m = withHalfIo(withContribBranch(await demoGraph('denoiser/model.onnx'), 'noise_pred', portableBranch));
-      const file = await writeGraph(dir, 'denoiser/model.onnx', m);
-      return writeFixtureManifest(dir, (g, model) => {
-        g.denoiser = { path: file };
-        model.dtype = 'fp16';
-      });
-    },
+    build: (dir) => fp16Denoiser(dir, portableBranch),
   },
 ];
