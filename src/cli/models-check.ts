@@ -111,9 +111,8 @@ async function tinySteps(model: ModelSessions, sessions: PipelineSessions): Prom
     const l = side / 8;
     await g.vae_decoder_fp32.run({ latent_sample: floatTensor('float32' as FloatType, new Float32Array(4 * l * l), [1, 4, l, l]) });
   }
-  // The checker nsfw.checker names (safety checker, content filter or classifier), else a bare safety_checker graph.
-  const checker = (model as { nsfw?: Parameters<typeof detectNsfw>[1] }).nsfw ?? g.safety_checker;
-  if (checker) await detectNsfw([image], checker);
+  // The checker nsfw.checker names (safety checker, content filter or classifier).
+  if (model.nsfw) await detectNsfw([image], model.nsfw);
   if (model.captioner) await captionImage(image, model, { maxTokens: 1, beams: 1 });
   if (g.face_detector) await detectFaces(image, g.face_detector, model.spec.faceDetector);
 }

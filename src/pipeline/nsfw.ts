@@ -10,7 +10,7 @@
  */
 import { dirname } from 'node:path';
 import type { RawImage } from '../image/raw.ts';
-import { GraphSession, GraphSessionError } from './graph-session.ts';
+import { GraphSessionError, type GraphSession } from './graph-session.ts';
 import type { GraphRole } from './manifest.ts';
 import { loadNsfwClassifier, classifierFlags, type NsfwClassifier } from './nsfw-classifier.ts';
 import { contentFilterFlags, type ContentFilter } from './nsfw-content-filter.ts';
@@ -63,10 +63,9 @@ export async function loadNsfwChecker(
   }
 }
 
-/** One boolean per image: true when the checker flags it. A bare graph session is taken as SD's safety checker. */
-export async function detectNsfw(images: readonly RawImage[], checker: NsfwChecker | GraphSession): Promise<boolean[]> {
+/** One boolean per image: true when the checker flags it. */
+export async function detectNsfw(images: readonly RawImage[], c: NsfwChecker): Promise<boolean[]> {
   if (images.length === 0) return [];
-  const c: NsfwChecker = checker instanceof GraphSession ? { kind: 'safety_checker', graph: checker } : checker;
   switch (c.kind) {
     case 'safety_checker':
       return safetyCheckerFlags(images, c.graph);

@@ -59,15 +59,9 @@ async function warmInpaint(g: GraphSession, hidden: Float32Array, h: number, w: 
   await g.run({ sample: zeros(g, 'sample', [2, 9, h, w]), timestep: g.timestepTensor(500, 2), encoder_hidden_states: ehs });
 }
 
-/**
- * The model's NSFW checker, whichever nsfw.checker names (safety checker, content filter,
- * classifier), through its own preprocessing, on one grey image; a bare safety_checker graph
- * when the model lists one without a checker made from it.
- */
+/** The model's NSFW checker, whichever nsfw.checker names (safety checker, content filter, classifier), through its own preprocessing, on one grey image. */
 async function warmChecker(m: ModelSessions): Promise<void> {
-  const checker = m.nsfw ?? m.graphs.safety_checker;
-  if (!checker) return;
-  await detectNsfw([rawImage(new Uint8Array(64 * 64 * 3).fill(128), 64, 64, 3)], checker);
+  if (m.nsfw) await detectNsfw([rawImage(new Uint8Array(64 * 64 * 3).fill(128), 64, 64, 3)], m.nsfw);
 }
 
 async function warmCaptioner(m: ModelSessions): Promise<void> {

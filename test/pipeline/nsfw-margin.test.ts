@@ -131,7 +131,7 @@ interface Scored {
 }
 
 async function score(images: readonly RawImage[], what: string): Promise<Scored[]> {
-  const flags = await detectNsfw(images, sessions.models.get('demo-sd15')!.graphs.safety_checker!);
+  const flags = await detectNsfw(images, sessions.models.get('demo-sd15')!.nsfw!);
   return Promise.all(images.map(async (image, i) => ({ distance: await magentaDistance(image), flagged: flags[i]!, what })));
 }
 

@@ -294,7 +294,7 @@ describe('output sizes', () => {
 
 describe('NSFW', () => {
   it("flags the demo's trigger word and passes an ordinary prompt", async () => {
-    const checker = sessions.models.get('demo-sd15')!.graphs.safety_checker!;
+    const checker = sessions.models.get('demo-sd15')!.nsfw!;
     const flagged = await generate(request({ prompt: 'nsfwdemo', controlScale: 0.3 }), target);
     const blue = await generate(request({ prompt: 'blue', controlScale: 0.3 }), target);
     expect(await detectNsfw([...flagged.images, ...blue.images], checker)).toEqual([true, false]);
