@@ -5,9 +5,9 @@
  * Two things are never done in JavaScript, per step, so a pair that would need them is refused
  * here, at start, with the fix named:
  *
- *   scale      a ControlNet with no conditioning_scale input (OnnxStack/Amuse trace the scale as
- *              a Python float, so it can be baked into the graph: OnnxStack.Converter/ControlNet/
- *              models.py) would make qrStrength do nothing. `qr-art models scale-controlnet`
+ *   scale      a ControlNet with no conditioning_scale input (OnnxStack's runtime still runs such
+ *              4-input ControlNets; its current converter keeps the input, a float64 scalar)
+ *              would make qrStrength do nothing. `qr-art models scale-controlnet`
  *              gives it one (the residuals multiplied inside the graph, src/onnx/scale-wrap.ts);
  *              `qr-art models fuse` does the same while fusing the model's own pair.
  *   precision  a ControlNet and a UNet that disagree on a float dtype they share (OnnxStack's
