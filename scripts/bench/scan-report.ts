@@ -20,6 +20,8 @@ export interface Judged {
 }
 
 export interface Row {
+  /** The image's number in the whole run (shards keep it). */
+  readonly index: number;
   readonly workflow: string;
   readonly size: string;
   readonly version: number;
@@ -148,11 +150,11 @@ export function report(r: Report): void {
     [`OpenCV (independent referee) reads of held-out captures of isScanables=true images: ${pct(count(reported.flatMap((x) => x.after.referees.opencv), Boolean), reported.length * r.heldOut)} (target 100%; plain control images: ${pct(count(controls.flatMap((c) => c.referees.opencv), Boolean), controls.length * r.heldOut)})`, reported.every((x) => x.after.referees.opencv.every(Boolean))],
   ] as const;
   for (const [text, met] of targets) console.log(`${met ? 'MET    ' : 'MISSED '} ${text}`);
-  const unscannable = rows.map((x, i) => ({ i, x })).filter(({ x }) => !x.after.scannable);
-  if (unscannable.length) console.log(`not scannable after repair: ${unscannable.map(({ i, x }) => `#${i} ${x.workflow} ${x.size} v${x.version} passes=${x.passes} robustness=${x.after.robustness.toFixed(2)}`).join('; ')}`);
+  const unscannable = rows.filter((x) => !x.after.scannable);
+  if (unscannable.length) console.log(`not scannable after repair: ${unscannable.map((x) => `#${x.index} ${x.workflow} ${x.size} v${x.version} passes=${x.passes} robustness=${x.after.robustness.toFixed(2)}`).join('; ')}`);
   const misses = reported.filter((x) => !(x.after.referees.zbar.every(Boolean) && x.after.referees.opencv.every(Boolean)));
   if (misses.length) {
-    const list = misses.map((x) => `#${rows.indexOf(x)} ${x.workflow.replace('generate_qr_art_', '')} ${x.size} v${x.version} zbar=${x.after.referees.zbar.map(Number).join('')} opencv=${x.after.referees.opencv.map(Number).join('')}`);
+    const list = misses.map((x) => `#${x.index} ${x.workflow.replace('generate_qr_art_', '')} ${x.size} v${x.version} zbar=${x.after.referees.zbar.map(Number).join('')} opencv=${x.after.referees.opencv.map(Number).join('')}`);
     console.log(`isScanables=true but a referee missed a held-out capture: ${list.join('; ')}`);
   }
 }

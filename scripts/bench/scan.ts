@@ -2,6 +2,8 @@
  * Scan robustness of generated QR art under the capture family, before and after the repair
  * (src/qr/guarantee.ts).
  *   npm run bench -- scan [--images N] [--mode on_failure|always] [--steps S] [--seed S] [--held-out H] [--out DIR] [--threads T]
+ *                         [--cache DIR] [--shard I/N --rows FILE]
+ *   npm run bench -- scan --merge FILE,FILE,...   (one report over the shards' rows)
  *   npm run bench -- scan --timing          (what the family verdict costs at 512, 768, 2048 px)
  *   npm run bench -- scan --calibrate       (plain control images of every pattern under the family)
  *
@@ -18,6 +20,11 @@
  * The plain control image of every job gets the family verdict (calibration: it should pass) and
  * the same held-out referees.
  *
+ * --cache DIR keeps the generated images (PNG, named by the job's body) and reuses them, so a
+ * change to the repair is measured on the very same images without generating them again.
+ * --shard I/N evaluates jobs I, I+N, I+2N, ... only (0-based) and --rows writes its rows to FILE;
+ * run N shards side by side (one per core) and --merge their files: the same figures as one run.
+ *
  * Visual cost: SSIM (after vs before, whole image and the code's square) and share of pixels
  * changed, over the repaired images (and over all images, unrepaired ones counting as 1).
  *
@@ -25,12 +32,13 @@
  * ZBar and by OpenCV under held-out captures; mean SSIM after vs before >= 0.92 over the image
  * and >= 0.80 over the code's square.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import sharp from 'sharp';
-import { encodePng } from '../../src/image/decode.ts';
+import { decodeImage, encodePng } from '../../src/image/decode.ts';
 import type { RawImage } from '../../src/image/raw.ts';
 import { captureOf, captureSubject, familyParams, type Square } from '../../src/qr/capture-family.ts';
 import { ensureScannable, isRepairMode, type RepairMode } from '../../src/qr/guarantee.ts';
@@ -46,7 +54,7 @@ import { parseCreateBody } from '../../src/workflows/validate.ts';
 import { opencvDecode, zbarDecode } from '../../test/helpers/independent-decoders.ts';
 import { changedShare, ssimWhereChanged } from '../../test/qr/image-metrics.ts';
 import { benchJobs, type Job } from './scan-jobs.ts';
-import { report, type Referees, type Row } from './scan-report.ts';
+import { report, type Report, type Referees, type Row } from './scan-report.ts';
 import { benchCalibration } from './scan-calibration.ts';
 import { benchVerdictTiming } from './scan-timing.ts';
 
@@ -61,6 +69,10 @@ const { values } = parseArgs({
     threads: { type: 'string', default: '1' },
     timing: { type: 'boolean', default: false },
     calibrate: { type: 'boolean', default: false },
+    cache: { type: 'string' },
+    shard: { type: 'string', default: '0/1' },
+    rows: { type: 'string' },
+    merge: { type: 'string' },
   },
   allowPositionals: true,
 });
@@ -68,6 +80,13 @@ sharp.concurrency(1);
 if (values.timing || values.calibrate) {
   if (values.timing) await benchVerdictTiming();
   if (values.calibrate) await benchCalibration();
+  process.exit(0);
+}
+if (values.merge) {
+  const parts = await Promise.all(values.merge.split(',').map(async (file) => JSON.parse(await readFile(file, 'utf8')) as Report));
+  const rows = parts.flatMap((p) => p.rows).sort((a, b) => a.index - b.index);
+  const controls = parts.flatMap((p) => p.controls);
+  report({ ...parts[0]!, rows, controls, jobs: parts.reduce((n, p) => n + p.jobs, 0), wallS: Math.max(...parts.map((p) => p.wallS)) });
   process.exit(0);
 }
 const total = Number(values.images);
@@ -79,6 +98,8 @@ if (!(Number.isInteger(total) && total >= 1)) throw new Error('--images must be 
 if (!(Number.isInteger(steps) && steps >= 1)) throw new Error('--steps must be a positive integer');
 if (!(Number.isInteger(heldOut) && heldOut >= 1)) throw new Error('--held-out must be a positive integer');
 if (!isRepairMode(mode) || mode === 'off') throw new Error('--mode must be on_failure or always');
+const [shard, shards] = values.shard.split('/').map(Number) as [number, number];
+if (!(Number.isInteger(shards) && shards >= 1 && Number.isInteger(shard) && shard >= 0 && shard < shards)) throw new Error('--shard must be I/N with 0 <= I < N');
 
 /** Held-out family seeds: far from CHECK_SEED, one per image (and per control image). */
 const heldOutSeed = (index: number) => 1_000_003 * seed + 7 * index + 100;
@@ -102,17 +123,46 @@ async function referees(images: readonly RawImage[], expected: string, square: S
 
 const logger = pino({ level: 'warn', base: undefined }, pino.destination(2));
 const client = await InferenceClient.start({ manifestPath: DEFAULT_MANIFEST_PATH, executionProvider: { provider: 'cpu' }, logger, intraOpThreads: Number(values.threads) });
-const list = benchJobs(total, mulberry32(seed));
+const allJobs = benchJobs(total, mulberry32(seed));
+// Each job's first image's index over the whole run: held-out seeds follow it, whichever shard runs the job.
+const firstImage = allJobs.map((_, j) => allJobs.slice(0, j).reduce((n, job) => n + job.images, 0));
+const mine = allJobs.map((_, j) => j).filter((j) => j % shards === shard);
+const list = mine.map((j) => allJobs[j]!);
+const mineImages = list.reduce((n, job) => n + job.images, 0);
 const rows: Row[] = [];
 const controls: Array<{ scannable: boolean; robustness: number; referees: Referees }> = [];
 if (values.out) await mkdir(values.out, { recursive: true });
+if (values.cache) await mkdir(values.cache, { recursive: true });
 const abort = new AbortController();
 
 interface Prepared {
   readonly job: Job;
   readonly workflow: QrWorkflowName;
   readonly control: JobControlImage;
-  readonly generation: Promise<InferenceResult>;
+  readonly generation: Promise<Pick<InferenceResult, 'images'>>;
+}
+
+/** Where the cache keeps job `job`'s image k: named by the job's request and the sampling steps. */
+function cachePath(job: Job, k: number): string {
+  const key = createHash('sha256').update(JSON.stringify({ body: job.body, steps })).digest('hex').slice(0, 16);
+  return join(values.cache!, `${key}-${k}.png`);
+}
+
+async function cached(job: Job): Promise<RawImage[] | undefined> {
+  if (!values.cache) return undefined;
+  try {
+    return await Promise.all(Array.from({ length: job.images }, async (_, k) => decodeImage(await readFile(cachePath(job, k)), { maxPixels: 1 << 26, channels: 3 })));
+  } catch {
+    return undefined;
+  }
+}
+
+async function generate(job: Job, request: Parameters<InferenceClient['run']>[0]): Promise<Pick<InferenceResult, 'images'>> {
+  const hit = await cached(job);
+  if (hit) return { images: hit };
+  const result = await client.run(request);
+  if (values.cache) await Promise.all(result.images.map(async (image, k) => writeFile(cachePath(job, k), await encodePng(image))));
+  return result;
 }
 
 function start(job: Job, index: number): Promise<Prepared> {
@@ -123,7 +173,7 @@ function start(job: Job, index: number): Promise<Prepared> {
   if (plan.kind !== 'content') throw new Error(`job ${index}: ${workflow} has no content plan`);
   return jobControlImage(plan, { policy: { allowPrivate: false } }, abort.signal).then((control) => {
     const settings = settingsFor(client.manifest, workflow as QrWorkflowName, input, imageCount);
-    const generation = client.run({ ...settings, steps, control: control.image, width: plan.canvas.width, height: plan.canvas.height });
+    const generation = generate(job, { ...settings, steps, control: control.image, width: plan.canvas.width, height: plan.canvas.height });
     return { job, workflow: workflow as QrWorkflowName, control, generation };
   });
 }
@@ -143,10 +193,11 @@ for (let j = 0; j < list.length; j++) {
   const codeRect = { x: square.x, y: square.y, width: square.side, height: square.side };
 
   const controlVerdict = await familyVerdict(control.image, expected, square, { codeSide, modules });
-  const [controlReferees] = await referees([control.image], expected, square, modules, heldOutSeed(total + j));
+  const [controlReferees] = await referees([control.image], expected, square, modules, heldOutSeed(total + mine[j]!));
   controls.push({ scannable: controlVerdict.scannable, robustness: controlVerdict.robustness!.share, referees: controlReferees! });
 
   for (const [k, image] of result.images.entries()) {
+    const index = firstImage[mine[j]!]! + k;
     const g0 = performance.now();
     const guaranteed = await ensureScannable(image, expected, geometry, mode, { codeSide });
     const guaranteeMs = performance.now() - g0;
@@ -155,8 +206,9 @@ for (let j = 0; j < list.length; j++) {
     const v0 = performance.now();
     const before = repaired ? await familyVerdict(image, expected, square, { codeSide, modules }) : undefined;
     const verdictMs = repaired ? performance.now() - v0 : guaranteeMs;
-    const [refBefore, refAfter] = await referees(repaired ? [image, guaranteed.image] : [image], expected, square, modules, heldOutSeed(rows.length));
+    const [refBefore, refAfter] = await referees(repaired ? [image, guaranteed.image] : [image], expected, square, modules, heldOutSeed(index));
     rows.push({
+      index,
       workflow,
       size: `${image.width}x${image.height}`,
       version: geometry.matrix.version,
@@ -179,13 +231,15 @@ for (let j = 0; j < list.length; j++) {
     const row = rows[rows.length - 1]!;
     const missed = !guaranteed.scannable || (guaranteed.scannable && !(row.after.referees.zbar.every(Boolean) && row.after.referees.opencv.every(Boolean)));
     if (values.out && missed) {
-      const name = `${String(rows.length - 1).padStart(3, '0')}-${workflow.replace('generate_qr_art_', '')}-${k}`;
+      const name = `${String(index).padStart(3, '0')}-${workflow.replace('generate_qr_art_', '')}-${k}`;
       await writeFile(join(values.out, `${name}-before.png`), await encodePng(image));
       if (repaired) await writeFile(join(values.out, `${name}-after.png`), await encodePng(guaranteed.image));
     }
   }
-  process.stderr.write(`\r${rows.length}/${total} images`);
+  process.stderr.write(`\r${rows.length}/${mineImages} images`);
 }
 process.stderr.write('\n');
 await client.close();
-report({ rows, controls, mode, seed, steps, heldOut, jobs: list.length, wallS: (performance.now() - t0) / 1000 });
+const figures: Report = { rows, controls, mode, seed, steps, heldOut, jobs: list.length, wallS: (performance.now() - t0) / 1000 };
+if (values.rows) await writeFile(values.rows, JSON.stringify(figures));
+report(figures);
