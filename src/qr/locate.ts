@@ -24,8 +24,9 @@ import { from as eccFrom } from 'qrcode/lib/core/error-correction-level.js';
 import { readBarcodes, type ReaderOptions, type ReadResult } from 'zxing-wasm/reader';
 import { toLuma, type LumaImage } from '../image/luma.ts';
 import type { RawImage } from '../image/raw.ts';
+import { codewordMap } from './codewords.ts';
 import { pgm, zxingModule } from './decoders.ts';
-import { ERROR_CORRECTION_LEVELS, matrixOfSymbol, ModuleRole, type ErrorCorrectionLevel, type QrMatrix } from './encode.ts';
+import { ERROR_CORRECTION_LEVELS, matrixOfSymbol, type ErrorCorrectionLevel, type QrMatrix } from './encode.ts';
 import { fitAxis, transpose, transposeModel, type AxisFit, type GridModel } from './locate-fit.ts';
 
 /** A located code: its matrix and where its modules are in the image. */
@@ -225,29 +226,8 @@ function segmentChoices(read: ReadResult): Array<string | QRCode.QRCodeSegment[]
  * matrices of the same version differ.
  */
 function differingCodewords(matrix: QrMatrix, other: Uint8Array): number {
-  const { size, dark, role } = matrix;
-  let differing = 0;
-  let bits = 0;
-  let differs = false;
-  // The placement order of ISO 18004 7.7.3: column pairs from the right, up then down, skipping
-  // the vertical timing column.
-  let up = true;
-  for (let right = size - 1; right > 0; right -= 2) {
-    if (right === 6) right--;
-    for (let k = 0; k < size; k++) {
-      const row = up ? size - 1 - k : k;
-      for (const col of [right, right - 1]) {
-        const i = row * size + col;
-        if (role[i] !== ModuleRole.Data) continue;
-        if (dark[i] !== other[i]) differs = true;
-        if (++bits === 8) {
-          if (differs) differing++;
-          bits = 0;
-          differs = false;
-        }
-      }
-    }
-    up = !up;
-  }
-  return differing;
+  const { codeword } = codewordMap(matrix);
+  const differing = new Set<number>();
+  for (const [i, cw] of codeword.entries()) if (cw >= 0 && matrix.dark[i] !== other[i]) differing.add(cw);
+  return differing.size;
 }

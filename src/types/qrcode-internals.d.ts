@@ -17,3 +17,8 @@ declare module 'qrcode/lib/core/mode.js' {
 declare module 'qrcode/lib/core/error-correction-level.js' {
   export function from(value: string, defaultValue?: { bit: number }): { bit: number };
 }
+
+declare module 'qrcode/lib/core/utils.js' {
+  /** Codewords (data and EC) a symbol of this version holds. */
+  export function getSymbolTotalCodewords(version: number): number;
+}
