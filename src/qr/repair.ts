@@ -44,10 +44,15 @@
  * kept), lightening scales them up as far as the brightest channel allows and then mixes toward
  * white (hue kept). Thresholds and read values depend on the neighbours, so check -> repair runs a
  * few rounds.
+ *
+ * With `spareShare`, some failing data modules are not repaired at all: whole codewords, up to a
+ * share of what each Reed-Solomon block corrects (codewords.ts), are left for the decoders' error
+ * correction, the ones with the most failing modules first.
  */
 import type { RawImage } from '../image/raw.ts';
 import { rawImage } from '../image/raw.ts';
 import { MIN_MODULE_PX } from './capture-family.ts';
+import { codewordMap } from './codewords.ts';
 import { ModuleRole, type QrMatrix } from './encode.ts';
 import type { QrLayout } from './layout.ts';
 
@@ -86,6 +91,12 @@ export interface RepairOptions {
   readonly captureSide?: number;
   /** Camera blur (Gaussian sigma) in photo pixels (default 1.0); 0: the read value is the core's mean. */
   readonly captureBlur?: number;
+  /**
+   * Share (0..1) of each Reed-Solomon block's correctable codewords left to the decoders' error
+   * correction (default 0: every failing module is repaired). The codewords with the most failing
+   * data modules are left as the art drew them, chosen once, at the first check.
+   */
+  readonly spareShare?: number;
 }
 
 export const DEFAULT_REPAIR_OPTIONS = Object.freeze({
@@ -98,6 +109,7 @@ export const DEFAULT_REPAIR_OPTIONS = Object.freeze({
   decodeSides: Object.freeze([400, 300, 200, 150]) as readonly number[],
   captureSide: 220,
   captureBlur: 1.0,
+  spareShare: 0,
 });
 
 /** What the check found. Modules include the quiet-zone ring. */
@@ -111,6 +123,8 @@ export interface ModuleCheck {
   readonly wrongFunction: number;
   /** Wrong data modules as a share of all data modules. */
   readonly wrongDataShare: number;
+  /** Wrong or weak data modules left to error correction (spareShare), counted in neither above. */
+  readonly spared: number;
 }
 
 export interface RepairResult {
@@ -135,7 +149,7 @@ const BINARIZER_WINDOW = 40;
 /** Core growth step, as a fraction of the module. */
 const GROWTH = 0.1;
 
-const Status = { Ok: 0, Weak: 1, Wrong: 2 } as const;
+const Status = { Ok: 0, Weak: 1, Wrong: 2, Spared: 3 } as const;
 
 // BT.601 in 10-bit fixed point, the weights of src/image/luma.ts (and of ZXing).
 const WR = 306;
@@ -158,6 +172,7 @@ function resolve(options: RepairOptions): Resolved {
   check(r.captureSide > 0, `captureSide must be positive, got ${r.captureSide}`);
   check(r.captureBlur >= 0, `captureBlur must be non-negative, got ${r.captureBlur}`);
   check(r.decodeSides.every((s) => s > 0), 'decodeSides must be positive');
+  check(r.spareShare >= 0 && r.spareShare <= 1, `spareShare must be in [0, 1], got ${r.spareShare}`);
   return r;
 }
 
@@ -333,6 +348,10 @@ class Checker {
   private readonly values: Float32Array;
   /** Per cell and module pixel: how much the pattern draws that pixel in the cell's colour (0..1); absent without control. */
   private readonly shape: Float32Array | undefined;
+  /** 1 for the cells of codewords left to error correction (spare). */
+  private readonly spared: Uint8Array;
+  private readonly matrix: QrMatrix;
+  private readonly quiet: number;
 
   constructor(image: RawImage, geometry: QrGeometry, options: Resolved) {
     this.options = options;
@@ -369,6 +388,33 @@ class Checker {
       this.bases[i] = (y0 + r * m - this.region.y) * width + (x0 + (i - r * side) * m - this.region.x);
     }
     this.shape = geometry.control ? shapeOf(geometry.control, grid) : undefined;
+    this.spared = new Uint8Array(side * side);
+    this.matrix = geometry.matrix;
+    this.quiet = geometry.layout.quietZoneModules;
+  }
+
+  /**
+   * Leaves codewords to the decoders' error correction: in each block, up to `share` of what it
+   * corrects, the codewords with the most wrong or weak data modules at this check. A decoder
+   * corrects a codeword whole, however many of its modules are wrong, so each spared codeword
+   * keeps as much of the art as one error can. (Weighting codewords by how far their modules
+   * fall short instead of by how many fail kept less: docs/scan-repair.md.)
+   */
+  spare(pass: Pass, share: number): void {
+    const { codeword, block, blocks, correctable } = codewordMap(this.matrix);
+    const budget = Math.floor(share * correctable);
+    if (budget === 0) return;
+    const { size } = this.matrix;
+    const { side } = this.grid;
+    const cellOf = (i: number) => (Math.floor(i / size) + this.quiet) * side + (i % size) + this.quiet;
+    const failing = new Int32Array(block.length);
+    for (const [i, cw] of codeword.entries()) if (cw >= 0 && pass.status[cellOf(i)] !== Status.Ok) failing[cw]!++;
+    const chosen = new Uint8Array(block.length);
+    for (let b = 0; b < blocks; b++) {
+      const own = [...block.keys()].filter((k) => block[k] === b && failing[k]! > 0).sort((x, y) => failing[y]! - failing[x]!);
+      for (const k of own.slice(0, budget)) chosen[k] = 1;
+    }
+    for (const [i, cw] of codeword.entries()) if (cw >= 0 && chosen[cw]) this.spared[cellOf(i)] = 1;
   }
 
   private updateIntegral(): void {
@@ -477,6 +523,7 @@ class Checker {
     const quietLevel = this.quietLevel();
     let wrong = 0;
     let weak = 0;
+    let spared = 0;
     let wrongFunction = 0;
     let data = 0;
     let wrongData = 0;
@@ -512,16 +559,18 @@ class Checker {
       // flat region reads as its region does: not counted), or of OpenCV's mean share.
       const misread = isDark ? worst > lo + 1 || share <= meanShare : worst < hi - 1 || share >= meanShare;
       const short = isDark ? worst > goal + 0.5 || share < meanShare + areaGap : worst < goal - 0.5 || share > meanShare - areaGap;
-      const s = misread ? Status.Wrong : short ? Status.Weak : Status.Ok;
+      let s: number = misread ? Status.Wrong : short ? Status.Weak : Status.Ok;
+      if (s !== Status.Ok && this.spared[i]) s = Status.Spared;
       pass.status[i] = s;
-      if (s === Status.Wrong) {
+      if (s === Status.Spared) spared++;
+      else if (s === Status.Wrong) {
         wrong++;
         if (role[i] === ModuleRole.Data) wrongData++;
         else wrongFunction++;
       } else if (s === Status.Weak) weak++;
     }
     this.evenQuietZone(pass, values);
-    pass.check = { modules: cells, wrong, weak, wrongFunction, wrongDataShare: data > 0 ? wrongData / data : 0 };
+    pass.check = { modules: cells, wrong, weak, wrongFunction, wrongDataShare: data > 0 ? wrongData / data : 0, spared };
   }
 
   /** Median read value of the quiet-zone ring (at the last check). */
@@ -784,15 +833,20 @@ function newPass(cells: number): Pass {
     goal: new Float32Array(cells),
     split: new Float32Array(cells),
     meanShare: 0,
-    check: { modules: cells, wrong: 0, weak: 0, wrongFunction: 0, wrongDataShare: 0 },
+    check: { modules: cells, wrong: 0, weak: 0, wrongFunction: 0, wrongDataShare: 0, spared: 0 },
   };
 }
 
 /** The check alone: how many modules a phone's decoder would misread (wrong) or nearly misread (weak). */
 export function checkModules(image: RawImage, geometry: QrGeometry, options: RepairOptions = {}): ModuleCheck {
-  const checker = new Checker(image, geometry, resolve(options));
+  const resolved = resolve(options);
+  const checker = new Checker(image, geometry, resolved);
   const pass = newPass(checker.grid.side ** 2);
   checker.check(pass);
+  if (resolved.spareShare > 0) {
+    checker.spare(pass, resolved.spareShare);
+    checker.check(pass);
+  }
   return pass.check;
 }
 
@@ -808,12 +862,16 @@ export function repairModules(image: RawImage, geometry: QrGeometry, options: Re
   const changedMask = new Uint8Array(cells);
   checker.check(pass);
   const before = pass.check;
+  if (resolved.spareShare > 0) {
+    checker.spare(pass, resolved.spareShare);
+    checker.check(pass);
+  }
   let changedModules = 0;
   for (let round = 0; round < resolved.rounds && pass.check.wrong + pass.check.weak > 0; round++) {
     let changedNow = 0;
     for (let i = 0; i < cells; i++) {
       const s = pass.status[i];
-      if (s === Status.Ok || !checker.repair(i, pass)) continue;
+      if ((s !== Status.Wrong && s !== Status.Weak) || !checker.repair(i, pass)) continue;
       changedNow++;
       if (!changedMask[i]) {
         changedMask[i] = 1;

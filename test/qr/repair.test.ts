@@ -9,12 +9,14 @@ import { describe, expect, it } from 'vitest';
 import { rawImage, type RawImage } from '../../src/image/raw.ts';
 import { toLuma } from '../../src/image/luma.ts';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
+import { codewordMap } from '../../src/qr/codewords.ts';
 import { ModuleRole } from '../../src/qr/encode.ts';
 import { familyParams, simulateCapture } from '../../src/qr/capture-family.ts';
-import { ensureScannable, needsRepair, readByBothEverywhere, type QrGeometry } from '../../src/qr/guarantee.ts';
+import { ensureScannable, needsRepair, readByBothEverywhere, SPARE_SHARE, type QrGeometry } from '../../src/qr/guarantee.ts';
 import { CHECK_SEED, COUNT, MIN_READ } from '../../src/qr/robustness.ts';
 import { checkModules, repairModules, shiftLuminance } from '../../src/qr/repair.ts';
 import { scanCheck } from '../../src/qr/scan.ts';
+import { zxingDecode } from '../../src/qr/decoders.ts';
 import { mulberry32 } from '../../src/util/mulberry32.ts';
 import type { QrCodePattern } from '../../src/workflows/catalogue.ts';
 import { opencvDecode, zbarDecode } from '../helpers/independent-decoders.ts';
@@ -257,6 +259,83 @@ describe('repairModules changes only what a decoder would misread', () => {
     for (const seed of [5, 6]) expect(await readAfterCapture(result.image, fixture.geometry, seed), `capture ${seed}`).toEqual({ zbar: true, opencv: true });
     expect(matrix.dark[0]).toBe(1);
     expect(result.scannable).toBe(true);
+  });
+});
+
+describe('error correction keeps some of the art', () => {
+  /** The clean code with every module of the given codewords painted the other colour; returns the painted matrix modules. */
+  function paintCodewords(fixture: Fixture, codewords: readonly number[], modulesEach = 8): number[] {
+    const { matrix } = fixture.geometry;
+    const { codeword } = codewordMap(matrix);
+    const painted: number[] = [];
+    for (const cw of codewords) {
+      const modules = [...codeword.keys()].filter((i) => codeword[i] === cw).slice(0, modulesEach);
+      for (const i of modules) paintModule(fixture, Math.floor(i / matrix.size), i % matrix.size, matrix.dark[i] ? [250, 240, 200] : [20, 30, 120]);
+      painted.push(...modules);
+    }
+    return painted;
+  }
+
+  /** Matrix modules whose cells the repair changed. */
+  function changedModulesOf(mask: Uint8Array, geometry: QrGeometry): Set<number> {
+    const { matrix, layout } = geometry;
+    const q = layout.quietZoneModules;
+    const side = matrix.size + 2 * q;
+    const out = new Set<number>();
+    mask.forEach((v, k) => {
+      if (v) out.add((Math.floor(k / side) - q) * matrix.size + (k % side) - q);
+    });
+    return out;
+  }
+
+  it('leaves the codewords with the most failing modules as drawn, up to spareShare of what each block corrects, and the code reads', async () => {
+    const fixture = cleanCode();
+    const map = codewordMap(fixture.geometry.matrix);
+    const inBlock = (b: number) => [...map.block.keys()].filter((k) => map.block[k] === b);
+    const budget = Math.floor(0.5 * map.correctable);
+    expect(map.blocks).toBeGreaterThan(1);
+    expect(budget).toBeGreaterThanOrEqual(2);
+    // Block 0: more whole codewords wrong than the budget, and as many with one wrong module;
+    // block 1: two codewords with one wrong module each.
+    const whole = paintCodewords(fixture, inBlock(0).slice(0, budget + 2));
+    const partly = paintCodewords(fixture, inBlock(0).slice(budget + 2, 2 * budget + 2), 1);
+    const single = paintCodewords(fixture, inBlock(1).slice(0, 2), 1);
+    expect(checkModules(fixture.image, fixture.geometry).wrong).toBe(whole.length + partly.length + single.length);
+
+    const spared = repairModules(fixture.image, fixture.geometry, { spareShare: 0.5 });
+    // Block 0 spends its budget on whole painted codewords; block 1 leaves its two as they are
+    // (the paint also leaves some neighbours weak: those of spared codewords count too).
+    expect(spared.after.wrong).toBe(0);
+    expect(spared.after.spared).toBeGreaterThanOrEqual(budget * 8 + 2);
+    const changed = changedModulesOf(spared.changedMask, fixture.geometry);
+    expect(whole.filter((i) => changed.has(i))).toHaveLength(2 * 8);
+    expect(partly.every((i) => changed.has(i))).toBe(true);
+    expect(single.filter((i) => changed.has(i))).toHaveLength(0);
+    // Within what the blocks correct: the decoders read it as it is and after held-out captures.
+    expect(await zxingDecode(toLuma(spared.image))).toEqual([CONTENT]);
+    expect(await zbarDecode(toLuma(spared.image))).toEqual([CONTENT]);
+    for (const seed of [12, 13]) expect((await readAfterCapture(spared.image, fixture.geometry, seed)).zbar, `capture ${seed}`).toBe(true);
+
+    // Without spareShare, every painted module is repaired.
+    const full = repairModules(fixture.image, fixture.geometry);
+    expect(full.after).toMatchObject({ wrong: 0, spared: 0 });
+    const changedFull = changedModulesOf(full.changedMask, fixture.geometry);
+    expect([...whole, ...partly, ...single].every((i) => changedFull.has(i))).toBe(true);
+    expect(changedFull.size).toBeGreaterThan(changed.size);
+  });
+
+  it('at on_failure, a first pass that spares codewords is delivered when both families read every capture; always repairs them all', async () => {
+    const weak = artLike({ strength: 0.35, covered: 0.05, seed: 5 });
+    const onFailure = await ensureScannable(weak.image, CONTENT, weak.geometry, 'on_failure', { codeSide: weak.codeSide });
+    expect(onFailure).toMatchObject({ scannable: true, repaired: true, passes: 1 });
+    expect(onFailure.modulesAfter?.spared).toBeGreaterThan(0);
+    expect(onFailure.captures.byAll).toBe(COUNT);
+    const always = await ensureScannable(weak.image, CONTENT, weak.geometry, 'always', { codeSide: weak.codeSide });
+    expect(always.modulesAfter?.spared).toBe(0);
+    expect(onFailure.changedPixels).toBeLessThan(always.changedPixels);
+    expect(ssim(weak.image, onFailure.image)).toBeGreaterThan(ssim(weak.image, always.image));
+    for (const seed of [14, 15, 16]) expect((await readAfterCapture(onFailure.image, weak.geometry, seed)).zbar, `capture ${seed}`).toBe(true);
+    expect(SPARE_SHARE).toBe(0.5);
   });
 });
 
