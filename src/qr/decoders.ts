@@ -128,7 +128,10 @@ export function jsqrDecode(luma: LumaImage): string[] {
 
 /**
  * A new ZBar scanner that looks for QR codes only (the default one tries every linear symbology
- * too). New for every image: ZBar's QR reader fits finder patterns by RANSAC with a random
+ * too), in binary mode, as zbar-wasm's default scanner is: ZBar hands back the code's bytes and
+ * they are read as UTF-8 (what our encoder and nearly every other writes); left to itself ZBar
+ * guesses a charset from the bytes and read "Crème brûlée" as "CrÃ¨me brÃ»lÃ©e", which the
+ * verdict took for another content. New for every image: ZBar's QR reader fits finder patterns by RANSAC with a random
  * generator seeded once, when the scanner is made, and never reseeded. A scanner kept across
  * images read a marginal capture in 6 of 8 tries in a row, so a verdict depended on every image
  * decoded before it. A new scanner starts every image from the same seed (as pyzbar's decode()
@@ -138,6 +141,7 @@ async function qrOnlyScanner(): Promise<ZBarScanner> {
   const scanner = await ZBarScanner.create();
   scanner.setConfig(ZBarSymbolType.ZBAR_NONE, ZBarConfigType.ZBAR_CFG_ENABLE, 0);
   scanner.setConfig(ZBarSymbolType.ZBAR_QRCODE, ZBarConfigType.ZBAR_CFG_ENABLE, 1);
+  scanner.setConfig(ZBarSymbolType.ZBAR_NONE, ZBarConfigType.ZBAR_CFG_BINARY, 1);
   return scanner;
 }
 

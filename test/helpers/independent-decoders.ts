@@ -4,7 +4,7 @@
  * Each returns every text it decoded (empty when it found nothing).
  */
 import { loadOpenCV } from '@opencvjs/web';
-import { scanImageData, ZBarScanner } from '@undecaf/zbar-wasm';
+import { scanImageData, ZBarConfigType, ZBarScanner, ZBarSymbolType } from '@undecaf/zbar-wasm';
 import type { RawImage } from '../../src/image/raw.ts';
 
 export type RefereeName = 'zbar' | 'opencv';
@@ -23,13 +23,15 @@ function toRgba(image: RawImage): Uint8ClampedArray {
 }
 
 /**
- * ZBar with its default settings and a new scanner per image, as pyzbar's decode() runs it: a
- * scanner kept across images carries its RANSAC random state from one image to the next
- * (src/qr/decoders.ts), and a referee's read would depend on what it read before.
+ * ZBar with zbar-wasm's default settings (every symbology, binary mode: the bytes read as UTF-8)
+ * and a new scanner per image, as pyzbar's decode() runs it: a scanner kept across images
+ * carries its RANSAC random state from one image to the next (src/qr/decoders.ts), and a
+ * referee's read would depend on what it read before.
  */
 export async function zbarDecode(image: RawImage): Promise<string[]> {
   const pixels = { data: toRgba(image), width: image.width, height: image.height, colorSpace: 'srgb' };
   const scanner = await ZBarScanner.create();
+  scanner.setConfig(ZBarSymbolType.ZBAR_NONE, ZBarConfigType.ZBAR_CFG_BINARY, 1);
   try {
     const symbols = await scanImageData(pixels as unknown as Parameters<typeof scanImageData>[0], scanner);
     return symbols.filter((s) => s.typeName === 'ZBAR_QRCODE').map((s) => s.decode());

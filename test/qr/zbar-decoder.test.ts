@@ -1,5 +1,9 @@
 /**
- * ZBar reads an image the same way whatever it read before. Its QR reader fits finder patterns by
+ * ZBar as the verdict runs it. It reads UTF-8 contents as written: left to guess a charset, ZBar
+ * read "Crème" as "CrÃ¨me", and the verdict took that for another content, so no image of a
+ * non-ASCII content could be reported scannable.
+ *
+ * And it reads an image the same way whatever it read before. Its QR reader fits finder patterns by
  * RANSAC with a random generator seeded when the scanner is made; a scanner kept across images
  * carries that state on, and a marginal capture then reads or not by turns. The fixture is such a
  * capture: check capture 11 (CHECK_SEED) of image 4 of `npm run bench -- scan` (seed 1, the demo
@@ -10,7 +14,11 @@ import { scanGrayBuffer, ZBarConfigType, ZBarScanner, ZBarSymbolType } from '@un
 import { describe, expect, it } from 'vitest';
 import { decodeImage } from '../../src/image/decode.ts';
 import { toLuma, type LumaImage } from '../../src/image/luma.ts';
+import { rawImage } from '../../src/image/raw.ts';
+import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
 import { zbarDecode } from '../../src/qr/decoders.ts';
+import { encodeQr } from '../../src/qr/encode.ts';
+import { familyVerdict } from '../../src/qr/robustness.ts';
 import { zbarDecode as refereeZbar } from '../helpers/independent-decoders.ts';
 
 const TRIES = 8;
@@ -19,6 +27,35 @@ async function capture(): Promise<LumaImage> {
   const bytes = await readFile(new URL('./fixtures/zbar-marginal-capture.png', import.meta.url));
   return toLuma(await decodeImage(bytes, { maxPixels: 1 << 20, channels: 3 }));
 }
+
+const UNICODE = ['Crème brûlée à Zürich, ¿qué tal?', 'Grüße aus Köln – 東京 ✓ café'];
+
+describe("ZBar in the verdict reads the code's bytes as UTF-8", () => {
+  it.each(UNICODE)('reads %s as written', async (content) => {
+    const matrix = encodeQr(content);
+    const px = 6;
+    const side = (matrix.size + 8) * px;
+    const data = new Uint8Array(side * side).fill(255);
+    for (let i = 0; i < matrix.dark.length; i++) {
+      if (!matrix.dark[i]) continue;
+      const x = (4 + (i % matrix.size)) * px;
+      const y = (4 + Math.floor(i / matrix.size)) * px;
+      for (let k = 0; k < px; k++) data.fill(0, (y + k) * side + x, (y + k) * side + x + px);
+    }
+    const luma = rawImage(data, side, side, 1) as LumaImage;
+    expect(await zbarDecode(luma)).toEqual([content]);
+    expect(await refereeZbar(luma)).toEqual([content]);
+  });
+
+  it('a plain control image of a non-ASCII content passes the family verdict', async () => {
+    const canvas = { width: 512, height: 512 };
+    const placement = placementFor(canvas, 0.8);
+    const control = renderControlImage({ content: UNICODE[0]!, pattern: 's1', canvas, placement, background: 'white' });
+    const verdict = await familyVerdict(control.image, UNICODE[0]!, placement, { modules: placement.side / control.layout.moduleSize });
+    expect(verdict.robustness?.otherContent).toBeUndefined();
+    expect(verdict.scannable).toBe(true);
+  });
+});
 
 describe('ZBar with a new scanner per image', () => {
   it('the fixture is marginal: one scanner kept across tries reads it only on some of them', async () => {
