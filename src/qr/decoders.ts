@@ -131,11 +131,13 @@ export function jsqrDecode(luma: LumaImage): string[] {
  * too), in binary mode, as zbar-wasm's default scanner is: ZBar hands back the code's bytes and
  * they are read as UTF-8 (what our encoder and nearly every other writes); left to itself ZBar
  * guesses a charset from the bytes and read "Crème brûlée" as "CrÃ¨me brÃ»lÃ©e", which the
- * verdict took for another content. New for every image: ZBar's QR reader fits finder patterns by RANSAC with a random
- * generator seeded once, when the scanner is made, and never reseeded. A scanner kept across
- * images read a marginal capture in 6 of 8 tries in a row, so a verdict depended on every image
- * decoded before it. A new scanner starts every image from the same seed (as pyzbar's decode()
- * does), at no measurable cost (~1.2 ms a 300 px image either way).
+ * verdict took for another content.
+ *
+ * New for every image: ZBar's QR reader fits finder patterns by RANSAC with a random generator
+ * seeded once, when the scanner is made, and never reseeded. A scanner kept across images read a
+ * marginal capture in 6 of 8 tries in a row, so a verdict depended on every image decoded before
+ * it. A new scanner starts every image from the same seed (as pyzbar's decode() does), at no
+ * measurable cost (~1.2 ms a 300 px image either way).
  */
 async function qrOnlyScanner(): Promise<ZBarScanner> {
   const scanner = await ZBarScanner.create();

@@ -837,16 +837,26 @@ function newPass(cells: number): Pass {
   };
 }
 
+/**
+ * The first check into `pass`; with a share to spare, the codewords left to error correction are
+ * chosen from it and the modules checked again. Returns the check before any sparing.
+ */
+function firstCheck(checker: Checker, pass: Pass, spareShare: number): ModuleCheck {
+  checker.check(pass);
+  const before = pass.check;
+  if (spareShare > 0) {
+    checker.spare(pass, spareShare);
+    checker.check(pass);
+  }
+  return before;
+}
+
 /** The check alone: how many modules a phone's decoder would misread (wrong) or nearly misread (weak). */
 export function checkModules(image: RawImage, geometry: QrGeometry, options: RepairOptions = {}): ModuleCheck {
   const resolved = resolve(options);
   const checker = new Checker(image, geometry, resolved);
   const pass = newPass(checker.grid.side ** 2);
-  checker.check(pass);
-  if (resolved.spareShare > 0) {
-    checker.spare(pass, resolved.spareShare);
-    checker.check(pass);
-  }
+  firstCheck(checker, pass, resolved.spareShare);
   return pass.check;
 }
 
@@ -860,12 +870,7 @@ export function repairModules(image: RawImage, geometry: QrGeometry, options: Re
   const cells = checker.grid.side ** 2;
   const pass = newPass(cells);
   const changedMask = new Uint8Array(cells);
-  checker.check(pass);
-  const before = pass.check;
-  if (resolved.spareShare > 0) {
-    checker.spare(pass, resolved.spareShare);
-    checker.check(pass);
-  }
+  const before = firstCheck(checker, pass, resolved.spareShare);
   let changedModules = 0;
   for (let round = 0; round < resolved.rounds && pass.check.wrong + pass.check.weak > 0; round++) {
     let changedNow = 0;
