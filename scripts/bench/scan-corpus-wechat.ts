@@ -6,9 +6,9 @@
  * python3-opencv`), not from npm, so the bench uses it only where it is installed and says so.
  * One long-lived python process; images go over stdin as a JSON header line and raw pixels.
  */
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { createInterface, type Interface } from 'node:readline';
+import { spawnSync } from 'node:child_process';
 import type { RawImage } from '../../src/image/raw.ts';
+import { LineProcess } from './line-process.ts';
 
 const PYTHON = '/usr/bin/python3';
 
@@ -40,34 +40,14 @@ export function wechatAvailable(): boolean {
 
 /** A running WeChatQRCode process; decode() calls are queued one at a time. */
 export class WechatReferee {
-  private readonly child: ChildProcessWithoutNullStreams;
-  private readonly lines: Interface;
-  private readonly waiting: Array<(texts: string[]) => void> = [];
-  private chain: Promise<unknown> = Promise.resolve();
+  private readonly process = new LineProcess(PYTHON, ['-c', SOURCE], 'wechat');
 
-  constructor() {
-    this.child = spawn(PYTHON, ['-c', SOURCE], { stdio: ['pipe', 'pipe', 'pipe'] });
-    this.child.stderr.on('data', (chunk: Buffer) => process.stderr.write(`wechat: ${chunk.toString()}`));
-    this.lines = createInterface({ input: this.child.stdout });
-    this.lines.on('line', (line) => this.waiting.shift()?.(JSON.parse(line) as string[]));
-  }
-
-  decode(image: RawImage): Promise<string[]> {
-    const run = this.chain.then(
-      () =>
-        new Promise<string[]>((resolve) => {
-          this.waiting.push(resolve);
-          const { width, height, channels } = image;
-          this.child.stdin.write(`${JSON.stringify({ width, height, channels })}\n`);
-          this.child.stdin.write(image.data);
-        }),
-    );
-    this.chain = run;
-    return run;
+  async decode(image: RawImage): Promise<string[]> {
+    const { width, height, channels } = image;
+    return JSON.parse(await this.process.request(JSON.stringify({ width, height, channels }), image.data)) as string[];
   }
 
   close(): void {
-    this.child.stdin.end();
-    this.lines.close();
+    this.process.close();
   }
 }

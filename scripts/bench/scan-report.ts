@@ -9,7 +9,16 @@ import { summarize } from './scan-check.ts';
 export interface Referees {
   readonly zbar: boolean[];
   readonly opencv: boolean[];
+  /** Java ZXing with its default hints and with TRY_HARDER, where it is installed (zxing-java.ts). */
+  readonly zxingJava?: boolean[];
+  readonly zxingJavaHarder?: boolean[];
 }
+
+type RefereeName = keyof Referees;
+const LABELS: Readonly<Record<RefereeName, string>> = { zbar: 'ZBar', opencv: 'OpenCV', zxingJava: 'Java ZXing', zxingJavaHarder: 'Java ZXing, TRY_HARDER' };
+/** The referees that read these rows' captures (Java ZXing only where it was installed). */
+const refereesOf = (list: readonly Referees[]): RefereeName[] => (Object.keys(LABELS) as RefereeName[]).filter((name) => list.length > 0 && list.every((r) => r[name] !== undefined));
+const reads = (r: Referees, name: RefereeName): boolean[] => r[name] ?? [];
 
 export interface Judged {
   /** The family verdict (isScanables). */
@@ -58,18 +67,17 @@ const count = <T>(xs: readonly T[], f: (x: T) => boolean) => xs.filter(f).length
 const mean = (xs: readonly number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 
 /** Per capture: the share of all held-out captures read; per image: read in every one, in most. */
-function refereeCells(list: readonly Referees[], name: 'zbar' | 'opencv'): Record<string, string> {
-  const captures = list.flatMap((r) => r[name]);
-  const label = name === 'zbar' ? 'ZBar' : 'OpenCV';
+function refereeCells(list: readonly Referees[], name: RefereeName): Record<string, string> {
+  const captures = list.flatMap((r) => reads(r, name));
+  const label = LABELS[name];
   return {
     [`${label}: captures`]: pct(count(captures, Boolean), captures.length),
-    [`${label}: images, every capture`]: pct(count(list, (r) => r[name].every(Boolean)), list.length),
-    [`${label}: images, most captures`]: pct(count(list, (r) => 2 * count(r[name], Boolean) > r[name].length), list.length),
+    [`${label}: images, every capture`]: pct(count(list, (r) => reads(r, name).every(Boolean)), list.length),
   };
 }
 
-function refereeRow(images: string, list: readonly Referees[]): Record<string, string> {
-  return { images: `${images} (${list.length})`, ...refereeCells(list, 'zbar'), ...refereeCells(list, 'opencv') };
+function refereeRow(images: string, list: readonly Referees[], names: readonly RefereeName[]): Record<string, string> {
+  return { images: `${images} (${list.length})`, ...Object.assign({}, ...names.map((name) => refereeCells(list, name))) };
 }
 
 export function report(r: Report): void {
@@ -86,15 +94,16 @@ export function report(r: Report): void {
     { images: `after repair (${r.mode})`, 'family verdict (isScanables)': pct(count(rows, (x) => x.after.scannable), n), 'robustness (mean share of check captures read)': mean(rows.map((x) => x.after.robustness)).toFixed(3) },
     { images: 'plain control images', 'family verdict (isScanables)': pct(count(controls, (c) => c.scannable), controls.length), 'robustness (mean share of check captures read)': mean(controls.map((c) => c.robustness)).toFixed(3) },
   ]);
-  console.log('Held-out captures (family seeds other than the check\'s), read by the referees:');
+  const names = refereesOf(rows.map((x) => x.after.referees));
+  console.log(`Held-out captures (family seeds other than the check's), read by the referees${names.includes('zxingJava') ? '' : ' (Java ZXing not installed: see zxing-java.ts)'}:`);
   console.table([
-    refereeRow('before repair, all', rows.map((x) => x.before.referees)),
-    refereeRow('after repair, all', rows.map((x) => x.after.referees)),
-    refereeRow('after, isScanables = true', reported.map((x) => x.after.referees)),
-    refereeRow('after, isScanables = true, delivered untouched', reported.filter((x) => !x.repaired).map((x) => x.after.referees)),
-    refereeRow('after, isScanables = true, repaired', reported.filter((x) => x.repaired).map((x) => x.after.referees)),
-    refereeRow('after, isScanables = false', rows.filter((x) => !x.after.scannable).map((x) => x.after.referees)),
-    refereeRow('plain control images', controls.map((c) => c.referees)),
+    refereeRow('before repair, all', rows.map((x) => x.before.referees), names),
+    refereeRow('after repair, all', rows.map((x) => x.after.referees), names),
+    refereeRow('after, isScanables = true', reported.map((x) => x.after.referees), names),
+    refereeRow('after, isScanables = true, delivered untouched', reported.filter((x) => !x.repaired).map((x) => x.after.referees), names),
+    refereeRow('after, isScanables = true, repaired', reported.filter((x) => x.repaired).map((x) => x.after.referees), names),
+    refereeRow('after, isScanables = false', rows.filter((x) => !x.after.scannable).map((x) => x.after.referees), names),
+    refereeRow('plain control images', controls.map((c) => c.referees), names),
   ]);
 
   const byFamily = new Map<string, Row[]>();
@@ -109,8 +118,7 @@ export function report(r: Report): void {
       'scannable before': pct(count(rs, (x) => x.before.scannable), rs.length),
       'scannable after': pct(count(rs, (x) => x.after.scannable), rs.length),
       repaired: pct(count(rs, (x) => x.repaired), rs.length),
-      'after: ZBar captures': pct(count(rs.flatMap((x) => x.after.referees.zbar), Boolean), rs.length * r.heldOut),
-      'after: OpenCV captures': pct(count(rs.flatMap((x) => x.after.referees.opencv), Boolean), rs.length * r.heldOut),
+      ...Object.fromEntries(names.map((name) => [`after: ${LABELS[name]} captures`, pct(count(rs.flatMap((x) => reads(x.after.referees, name)), Boolean), rs.length * r.heldOut)])),
     })),
   );
 
@@ -136,25 +144,29 @@ export function report(r: Report): void {
   ]);
 
   const scannableAfter = count(rows, (x) => x.after.scannable);
-  const zbarOk = count(reported, (x) => x.after.referees.zbar.every(Boolean));
-  const opencvOk = count(reported, (x) => x.after.referees.opencv.every(Boolean));
-  const targets = [
+  const everyCapture = (name: RefereeName) => count(reported, (x) => reads(x.after.referees, name).every(Boolean));
+  const captureShare = (name: RefereeName, list: readonly Referees[]) => pct(count(list.flatMap((x) => reads(x, name)), Boolean), list.length * r.heldOut);
+  const targets: Array<readonly [string, boolean]> = [
     [`scannable after repair (family verdict): ${scannableAfter}/${n} (${pct(scannableAfter, n)}; target >= 99.5%)`, scannableAfter / n >= 0.995],
-    [`isScanables=true images ZBar reads in every held-out capture: ${zbarOk}/${reported.length} (${pct(zbarOk, reported.length)}; target 100%)`, zbarOk === reported.length],
-    [`isScanables=true images OpenCV reads in every held-out capture: ${opencvOk}/${reported.length} (${pct(opencvOk, reported.length)}; target 100%)`, opencvOk === reported.length],
+    ...names.map((name) => [`isScanables=true images ${LABELS[name]} reads in every held-out capture: ${everyCapture(name)}/${reported.length} (${pct(everyCapture(name), reported.length)}; target 100%)`, everyCapture(name) === reported.length] as const),
     // Over every delivered image against its generated one (an image delivered untouched is 1):
     // the visible change a client sees. The repaired images' own means are in the table above.
     [`mean SSIM delivered vs generated, all images, whole image: ${ssimAll.toFixed(4)} (target >= 0.92)`, !(ssimAll < 0.92)],
     [`mean SSIM delivered vs generated, all images, code's square: ${ssimCodeAll.toFixed(4)} (target >= 0.80)`, !(ssimCodeAll < 0.8)],
-    [`ZBar reads of held-out captures of isScanables=true images: ${pct(count(reported.flatMap((x) => x.after.referees.zbar), Boolean), reported.length * r.heldOut)} (target 100%)`, reported.every((x) => x.after.referees.zbar.every(Boolean))],
-    [`OpenCV (independent referee) reads of held-out captures of isScanables=true images: ${pct(count(reported.flatMap((x) => x.after.referees.opencv), Boolean), reported.length * r.heldOut)} (target 100%; plain control images: ${pct(count(controls.flatMap((c) => c.referees.opencv), Boolean), controls.length * r.heldOut)})`, reported.every((x) => x.after.referees.opencv.every(Boolean))],
-  ] as const;
+    ...names.map(
+      (name) =>
+        [
+          `${LABELS[name]} reads of held-out captures of isScanables=true images: ${captureShare(name, reported.map((x) => x.after.referees))} (target 100%; plain control images: ${captureShare(name, controls.map((c) => c.referees))})`,
+          everyCapture(name) === reported.length,
+        ] as const,
+    ),
+  ];
   for (const [text, met] of targets) console.log(`${met ? 'MET    ' : 'MISSED '} ${text}`);
   const unscannable = rows.filter((x) => !x.after.scannable);
   if (unscannable.length) console.log(`not scannable after repair: ${unscannable.map((x) => `#${x.index} ${x.workflow} ${x.size} v${x.version} passes=${x.passes} robustness=${x.after.robustness.toFixed(2)}`).join('; ')}`);
-  const misses = reported.filter((x) => !(x.after.referees.zbar.every(Boolean) && x.after.referees.opencv.every(Boolean)));
+  const misses = reported.filter((x) => !names.every((name) => reads(x.after.referees, name).every(Boolean)));
   if (misses.length) {
-    const list = misses.map((x) => `#${x.index} ${x.workflow.replace('generate_qr_art_', '')} ${x.size} v${x.version} zbar=${x.after.referees.zbar.map(Number).join('')} opencv=${x.after.referees.opencv.map(Number).join('')}`);
+    const list = misses.map((x) => `#${x.index} ${x.workflow.replace('generate_qr_art_', '')} ${x.size} v${x.version} ${names.map((name) => `${name}=${reads(x.after.referees, name).map(Number).join('')}`).join(' ')}`);
     console.log(`isScanables=true but a referee missed a held-out capture: ${list.join('; ')}`);
   }
 }

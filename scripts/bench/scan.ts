@@ -15,8 +15,9 @@
  * captures, seed CHECK_SEED). Then, before and after the repair:
  *   - the family verdict and robustness (share of the check's captures read);
  *   - H held-out captures (default 3) from the same family drawn with OTHER seeds (one per
- *     image, never CHECK_SEED), the same captures before and after, decoded by ZBar and OpenCV
- *     (referees we did not write). A decode counts only when it is exactly the encoded text.
+ *     image, never CHECK_SEED), the same captures before and after, decoded by ZBar, OpenCV and,
+ *     where it is installed, Java ZXing (referees we did not write; zxing-java.ts). A decode
+ *     counts only when it is exactly the encoded text.
  * The plain control image of every job gets the family verdict (calibration: it should pass) and
  * the same held-out referees.
  *
@@ -54,6 +55,7 @@ import { parseCreateBody } from '../../src/workflows/validate.ts';
 import { opencvDecode, zbarDecode } from '../../test/helpers/independent-decoders.ts';
 import { changedShare, ssimWhereChanged } from '../../test/qr/image-metrics.ts';
 import { benchJobs, type Job } from './scan-jobs.ts';
+import { ZxingJavaReferee, zxingJavaAvailable } from './zxing-java.ts';
 import { report, type Report, type Referees, type Row } from './scan-report.ts';
 import { benchCalibration } from './scan-calibration.ts';
 import { benchVerdictTiming } from './scan-timing.ts';
@@ -107,15 +109,23 @@ if ([CHECK_SEED, SPARE_CHECK_SEED].some((s) => s >= heldOutSeed(0))) throw new E
 
 const exactly = (texts: readonly string[], expected: string) => texts.length > 0 && texts.every((t) => t === expected);
 
-/** ZBar and OpenCV on held-out captures of each image (the same captures for every image given). */
+const zxingJava = zxingJavaAvailable() ? new ZxingJavaReferee() : undefined;
+if (!zxingJava) process.stderr.write('Java ZXing is not installed (apt-get install default-jre-headless libzxing-core-java): its referee column is left out\n');
+
+/** ZBar, OpenCV and Java ZXing on held-out captures of each image (the same captures for every image given). */
 async function referees(images: readonly RawImage[], expected: string, square: Square, modules: number, familySeed: number): Promise<Referees[]> {
   const subjects = images.map((image) => captureSubject(image, square));
-  const out = images.map((): Referees => ({ zbar: [], opencv: [] }));
+  const out = images.map(() => ({ zbar: [] as boolean[], opencv: [] as boolean[], ...(zxingJava ? { zxingJava: [] as boolean[], zxingJavaHarder: [] as boolean[] } : {}) }));
   for (const [i, params] of familyParams(familySeed, heldOut, { modules }).entries()) {
     for (const [k, subject] of subjects.entries()) {
       const capture = await captureOf(subject, params, familySeed * 31 + i);
       out[k]!.zbar.push(exactly(await zbarDecode(capture.image), expected));
       out[k]!.opencv.push(exactly(await opencvDecode(capture.image), expected));
+      if (zxingJava) {
+        const java = await zxingJava.decode(capture.image);
+        out[k]!.zxingJava!.push(exactly(java.plain, expected));
+        out[k]!.zxingJavaHarder!.push(exactly(java.tryHarder, expected));
+      }
     }
   }
   return out;
@@ -229,7 +239,7 @@ for (let j = 0; j < list.length; j++) {
         : {}),
     });
     const row = rows[rows.length - 1]!;
-    const missed = !guaranteed.scannable || (guaranteed.scannable && !(row.after.referees.zbar.every(Boolean) && row.after.referees.opencv.every(Boolean)));
+    const missed = !guaranteed.scannable || !Object.values(row.after.referees).every((reads: boolean[]) => reads.every(Boolean));
     if (values.out && missed) {
       const name = `${String(index).padStart(3, '0')}-${workflow.replace('generate_qr_art_', '')}-${k}`;
       await writeFile(join(values.out, `${name}-before.png`), await encodePng(image));
@@ -240,6 +250,7 @@ for (let j = 0; j < list.length; j++) {
 }
 process.stderr.write('\n');
 await client.close();
+zxingJava?.close();
 const figures: Report = { rows, controls, mode, seed, steps, heldOut, jobs: list.length, wallS: (performance.now() - t0) / 1000 };
 if (values.rows) await writeFile(values.rows, JSON.stringify(figures));
 report(figures);
