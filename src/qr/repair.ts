@@ -9,7 +9,10 @@
  *               means. Here: the mean luminance over a 40-pixel square (5 blocks of 8) centred on
  *               the module, at every scale a decoder may see the code at (native pixels, and the
  *               code spanning ~400, ~300, ~200 and ~150 px, the capture family's range, never less
- *               than MIN_MODULE_PX per module); `lo` and `hi` are the lowest and highest.
+ *               than MIN_MODULE_PX per module); and, at the same scales, ZXing's hybrid
+ *               binarizer's own threshold under a phone's harsh exposure, whose flat-block rule
+ *               reads a flat mid-grey run beside white as light (hybrid-threshold.ts). `lo` and
+ *               `hi` are the lowest and highest of them all.
  *   centre      ZXing, jsQR and ZBar read the pixel at the module centre. Two values must be on
  *               the right side (dark: below `lo`; light: above `hi`): the mean of the central
  *               core (a disk of `coreRatio` of the module; the issue's "central disk about a
@@ -53,6 +56,7 @@ import type { RawImage } from '../image/raw.ts';
 import { rawImage } from '../image/raw.ts';
 import { MIN_MODULE_PX } from './capture-family.ts';
 import { codewordMap } from './codewords.ts';
+import { hybridThresholds } from './hybrid-threshold.ts';
 import { ModuleRole, type QrMatrix } from './encode.ts';
 import type { QrLayout } from './layout.ts';
 
@@ -445,6 +449,26 @@ class Checker {
     return (s[y1 * stride + x1]! - s[y0 * stride + x1]! - s[y1 * stride + x0]! + s[y0 * stride + x0]!) / ((x1 - x0) * (y1 - y0));
   }
 
+  /**
+   * ZXing's hybrid binarizer's threshold at every cell's centre, once per scale a decoder may
+   * read the code at (the binarizer windows' scales), under a phone's harsh exposure
+   * (hybrid-threshold.ts). NaN where a decoder would binarize globally.
+   */
+  private hybridThresholds(): Float32Array[] {
+    const { side, m, x0, y0 } = this.grid;
+    const centres = new Float32Array(2 * side * side);
+    for (let i = 0; i < side * side; i++) {
+      const r = Math.floor(i / side);
+      centres[2 * i] = x0 + (i - r * side) * m + m / 2 - this.region.x;
+      centres[2 * i + 1] = y0 + r * m + m / 2 - this.region.y;
+    }
+    const { width, height } = this.region;
+    const stride = width + 1;
+    const s = this.integral;
+    const means = { width, height, mean: (ax: number, ay: number, bx: number, by: number) => (s[by * stride + bx]! - s[ay * stride + bx]! - s[by * stride + ax]! + s[ay * stride + ax]!) / ((bx - ax) * (by - ay)) };
+    return this.windows.map((w) => hybridThresholds(means, w / BINARIZER_WINDOW, centres));
+  }
+
   /** Weighted sum of luma over a footprint at `base`. */
   private sum(base: number, f: Footprint, count = f.offsets.length): number {
     const { luma } = this;
@@ -499,6 +523,7 @@ class Checker {
     const shares = new Float32Array(cells);
     let shareSum = 0;
     let shareCount = 0;
+    const hybrid = this.hybridThresholds();
     for (let i = 0; i < cells; i++) {
       const r = Math.floor(i / side);
       const cx = x0 + (i - r * side) * m + m / 2 - this.region.x;
@@ -510,9 +535,16 @@ class Checker {
         if (t < lo) lo = t;
         if (t > hi) hi = t;
       }
+      // OpenCV's split is the local means'; the centre is read against ZXing's hybrid
+      // thresholds too.
+      pass.split[i] = (lo + hi) / 2;
+      for (const t of hybrid) {
+        const v = t[i]!;
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
+      }
       lows[i] = lo;
       highs[i] = hi;
-      pass.split[i] = (lo + hi) / 2;
       shares[i] = this.darkShare(i, pass.split[i]!);
       if (role[i] !== QUIET) {
         shareSum += shares[i]!;
