@@ -1,6 +1,6 @@
 /**
  * What the family verdict costs per image (`npm run bench -- scan --timing`): the scan check
- * plus COUNT captures decoded by ZXing and ZBar, on plain control images (which pass, so every
+ * plus COUNT captures decoded by ZXing, ZBar and Java ZXing, on plain control images (which pass, so every
  * capture runs) and on an unreadable canvas (which stops early), at SD 512 and 768 and at 2048.
  */
 import { familyVerdict } from '../../src/qr/robustness.ts';

@@ -8,7 +8,7 @@
  * family's captures read.
  *
  * What "fails" means at `on_failure` (needsRepair): the family verdict is false, or it holds
- * without margin (some capture was not read by both ZXing and ZBar), or the module check
+ * without margin (some capture was not read by every family: ZXing, ZBar and Java ZXing), or the module check
  * (repair.ts) finds a module a decoder would misread. ZBar in the verdict is what makes the verdict
  * itself the trigger: it does not read the soft, low-contrast art that ZXing and jsQR read, so an
  * image it reads in every capture is one ZBar reads in held-out captures too (docs/scan-repair.md). An image
@@ -95,11 +95,11 @@ export async function sparedPassHolds(image: RawImage, expected: string, square:
 }
 
 /**
- * The verdict with margin: it holds, and every one of the family's captures was read by both
- * decoder families (the rule itself allows a miss or more; plain control images of dense codes
+ * The verdict with margin: it holds, and every one of the family's captures was read by every
+ * decoder family (the rule itself allows a miss or more; plain control images of dense codes
  * need that, art that passes this way does not).
  */
-export function readByBothEverywhere(verdict: FamilyVerdict): boolean {
+export function readByAllEverywhere(verdict: FamilyVerdict): boolean {
   const r = verdict.robustness;
   return verdict.scannable && r !== undefined && r.complete && r.byAll === r.captures;
 }
@@ -112,7 +112,7 @@ export function readByBothEverywhere(verdict: FamilyVerdict): boolean {
  * that pass are delivered untouched, for about a point of OpenCV's held-out reads (docs/scan-repair.md).
  */
 export function needsRepair(verdict: FamilyVerdict, modules: ModuleCheck): boolean {
-  return !readByBothEverywhere(verdict) || modules.wrong > 0;
+  return !readByAllEverywhere(verdict) || modules.wrong > 0;
 }
 
 /** Repair settings of pass p (1-based): each pass asks for more margin, contrast and area, and models a farther, blurrier capture. */
@@ -187,9 +187,9 @@ export async function ensureScannable(
     // A pass that changed nothing leaves the verdict as it was.
     if (changed) verdict = await judge(current, true);
     // Done when the family reads it and no module is misread (but for codewords left to error
-    // correction, and then only when both families read every capture); otherwise a stronger
+    // correction, and then only when every family reads every capture); otherwise a stronger
     // pass, while passes remain.
-    if (verdict.scannable && modulesAfter.wrong === 0 && (modulesAfter.spared === 0 || (readByBothEverywhere(verdict) && (await sparedPassHolds(current, expected, square, family))))) break;
+    if (verdict.scannable && modulesAfter.wrong === 0 && (modulesAfter.spared === 0 || (readByAllEverywhere(verdict) && (await sparedPassHolds(current, expected, square, family))))) break;
   }
   const changedModules = changedMask ? changedMask.reduce((n, v) => n + v, 0) : 0;
   return finish(

@@ -12,7 +12,7 @@ import { placementFor, renderControlImage } from '../../src/qr/control-image.ts'
 import { codewordMap } from '../../src/qr/codewords.ts';
 import { ModuleRole } from '../../src/qr/encode.ts';
 import { familyParams, simulateCapture } from '../../src/qr/capture-family.ts';
-import { ensureScannable, needsRepair, readByBothEverywhere, SPARE_SHARE, sparedPassHolds, type QrGeometry } from '../../src/qr/guarantee.ts';
+import { ensureScannable, needsRepair, readByAllEverywhere, SPARE_SHARE, sparedPassHolds, type QrGeometry } from '../../src/qr/guarantee.ts';
 import { CHECK_SEED, COUNT, MIN_READ } from '../../src/qr/robustness.ts';
 import { checkModules, repairModules, shiftLuminance } from '../../src/qr/repair.ts';
 import { scanCheck } from '../../src/qr/scan.ts';
@@ -324,7 +324,7 @@ describe('error correction keeps some of the art', () => {
     expect(changedFull.size).toBeGreaterThan(changed.size);
   });
 
-  it('at on_failure, a first pass that spares codewords is delivered when both families read every capture and ZBar the extra ones; always repairs them all', async () => {
+  it('at on_failure, a first pass that spares codewords is delivered when every family reads every capture and ZBar the extra ones; always repairs them all', async () => {
     const weak = artLike({ strength: 0.35, covered: 0.05, seed: 6 });
     const onFailure = await ensureScannable(weak.image, CONTENT, weak.geometry, 'on_failure', { codeSide: weak.codeSide });
     expect(onFailure).toMatchObject({ scannable: true, repaired: true, passes: 1 });
@@ -376,7 +376,7 @@ describe('at on_failure, the verdict with margin decides; weak modules alone do 
     return fixture;
   }
 
-  it("repairs a code both families read in every capture when ZXing's hybrid binarizer would read its flat blocks wrong, and the referees read it", async () => {
+  it("repairs a code every family reads in every capture when ZXing's hybrid binarizer would read its flat blocks wrong, and the referees read it", async () => {
     // Weak modules alone do not trigger a repair (needsRepair below), but a mid-grey code's flat
     // dark runs are taken for background by the hybrid binarizer under a phone's exposure: Java
     // ZXing then finds no finder pattern (docs/scan-repair.md). The check calls them wrong.
@@ -398,12 +398,12 @@ describe('at on_failure, the verdict with margin decides; weak modules alone do 
   });
 
   it('needsRepair: a verdict that holds with a capture only one family read is not enough', () => {
-    const captures = { share: 1, read: COUNT, captures: COUNT, byDecoder: { zxing: COUNT, zbar: COUNT }, byAll: COUNT, complete: true, ms: 0 };
+    const captures = { share: 1, read: COUNT, captures: COUNT, byDecoder: { zxing: COUNT, zbar: COUNT, zxingjava: COUNT }, byAll: COUNT, complete: true, ms: 0 };
     const verdict = { scannable: true, scan: { scannable: true } as never, robustness: captures };
     const clean = { wrong: 0, weak: 500 } as never;
-    expect(readByBothEverywhere(verdict)).toBe(true);
+    expect(readByAllEverywhere(verdict)).toBe(true);
     expect(needsRepair(verdict, clean)).toBe(false);
-    expect(needsRepair({ ...verdict, robustness: { ...captures, byAll: COUNT - 1, byDecoder: { zxing: COUNT - 1, zbar: COUNT } } }, clean)).toBe(true);
+    expect(needsRepair({ ...verdict, robustness: { ...captures, byAll: COUNT - 1, byDecoder: { zxing: COUNT - 1, zbar: COUNT, zxingjava: COUNT } } }, clean)).toBe(true);
     expect(needsRepair({ ...verdict, scannable: false }, clean)).toBe(true);
     expect(needsRepair(verdict, { wrong: 1, weak: 0 } as never)).toBe(true);
   });
