@@ -8,7 +8,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import jsQRModule from 'jsqr';
-import zxingJava from '@zxing/library';
 import { scanGrayBuffer, ZBarConfigType, ZBarScanner, ZBarSymbolType } from '@undecaf/zbar-wasm';
 import { prepareZXingModule, readBarcodes, type Binarizer, type ReaderOptions } from 'zxing-wasm/reader';
 import { lumaToRgba, type LumaImage } from '../image/luma.ts';
@@ -164,6 +163,10 @@ export async function zbarDecode(luma: LumaImage): Promise<string[]> {
   }
 }
 
+// Required as CommonJS: imported as an ES module (its package's "module" entry), it broke the
+// finishing threads when run from source: tsx's loader did not take and every import in the
+// thread failed ("Unknown file extension .ts"; the cause inside tsx not pinned down).
+const zxingJava = createRequire(import.meta.url)('@zxing/library') as typeof import('@zxing/library');
 const { BinaryBitmap, DecodeHintType, Exception: ZxingJavaException, HybridBinarizer, QRCodeReader, RGBLuminanceSource } = zxingJava;
 // Bytes read as UTF-8, as ZBar's are (Java ZXing would guess the charset from the bytes).
 const zxingJavaHints = new Map<typeof DecodeHintType.CHARACTER_SET, unknown>([[DecodeHintType.CHARACTER_SET, 'UTF-8']]);
