@@ -444,7 +444,12 @@ class Checker {
     const y0 = Math.max(0, Math.round(cy - w / 2));
     const x1 = Math.min(width, Math.round(cx + w / 2));
     const y1 = Math.min(height, Math.round(cy + w / 2));
-    const stride = width + 1;
+    return this.rectMean(x0, y0, x1, y1);
+  }
+
+  /** Mean luminance over [x0, x1) x [y0, y1) (region coordinates, within the region). */
+  private rectMean(x0: number, y0: number, x1: number, y1: number): number {
+    const stride = this.region.width + 1;
     const s = this.integral;
     return (s[y1 * stride + x1]! - s[y0 * stride + x1]! - s[y1 * stride + x0]! + s[y0 * stride + x0]!) / ((x1 - x0) * (y1 - y0));
   }
@@ -463,9 +468,7 @@ class Checker {
       centres[2 * i + 1] = y0 + r * m + m / 2 - this.region.y;
     }
     const { width, height } = this.region;
-    const stride = width + 1;
-    const s = this.integral;
-    const means = { width, height, mean: (ax: number, ay: number, bx: number, by: number) => (s[by * stride + bx]! - s[ay * stride + bx]! - s[by * stride + ax]! + s[ay * stride + ax]!) / ((bx - ax) * (by - ay)) };
+    const means = { width, height, mean: (ax: number, ay: number, bx: number, by: number) => this.rectMean(ax, ay, bx, by) };
     return this.windows.map((w) => hybridThresholds(means, w / BINARIZER_WINDOW, centres));
   }
 
