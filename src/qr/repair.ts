@@ -10,9 +10,12 @@
  *               the module, at every scale a decoder may see the code at (native pixels, and the
  *               code spanning ~400, ~300, ~200 and ~150 px, the capture family's range, never less
  *               than MIN_MODULE_PX per module); and, at the same scales, ZXing's hybrid
- *               binarizer's own threshold under a phone's harsh exposure, whose flat-block rule
- *               reads a flat mid-grey run beside white as light (hybrid-threshold.ts). `lo` and
- *               `hi` are the lowest and highest of them all.
+ *               binarizer's own threshold under a phone's harsh exposure and as drawn, with its
+ *               block grid at four phases, whose flat-block rule reads a flat mid-grey run beside
+ *               white as light (hybrid-threshold.ts). A finder's dark modules, a wide flat run
+ *               whatever the grid, must also be darker than half the quiet zone's light as a
+ *               phone's harsh exposure sees both (flatDarkLimit). `lo` and `hi` are the lowest
+ *               and highest of them all.
  *   centre      ZXing, jsQR and ZBar read the pixel at the module centre. Two values must be on
  *               the right side (dark: below `lo`; light: above `hi`): the mean of the central
  *               core (a disk of `coreRatio` of the module; the issue's "central disk about a
@@ -56,7 +59,7 @@ import type { RawImage } from '../image/raw.ts';
 import { rawImage } from '../image/raw.ts';
 import { MIN_MODULE_PX } from './capture-family.ts';
 import { codewordMap } from './codewords.ts';
-import { hybridThresholds } from './hybrid-threshold.ts';
+import { flatDarkLimit, HALF_BLOCK_PHASES, HARSH_EXPOSURE, hybridThresholdMaps, type Exposure } from './hybrid-threshold.ts';
 import { ModuleRole, type QrMatrix } from './encode.ts';
 import type { QrLayout } from './layout.ts';
 
@@ -150,6 +153,8 @@ export interface RepairResult {
 const QUIET = 6;
 /** The 40-pixel binarizer window: 5x5 blocks of 8 px. */
 const BINARIZER_WINDOW = 40;
+/** The exposures the hybrid binarizer's thresholds are taken under: a phone's harsh end, and as drawn. */
+const EXPOSURES: readonly Exposure[] = [HARSH_EXPOSURE, { contrast: 1, brightness: 0 }];
 /** Core growth step, as a fraction of the module. */
 const GROWTH = 0.1;
 
@@ -456,7 +461,8 @@ class Checker {
 
   /**
    * ZXing's hybrid binarizer's threshold at every cell's centre, once per scale a decoder may
-   * read the code at (the binarizer windows' scales), under a phone's harsh exposure
+   * read the code at (the binarizer windows' scales), block-grid phase (whole and half blocks:
+   * whether a block is flat depends on where the grid falls) and exposure (EXPOSURES)
    * (hybrid-threshold.ts). NaN where a decoder would binarize globally.
    */
   private hybridThresholds(): Float32Array[] {
@@ -469,7 +475,9 @@ class Checker {
     }
     const { width, height } = this.region;
     const means = { width, height, mean: (ax: number, ay: number, bx: number, by: number) => this.rectMean(ax, ay, bx, by) };
-    return this.windows.map((w) => hybridThresholds(means, w / BINARIZER_WINDOW, centres));
+    const out: Float32Array[] = [];
+    for (const w of this.windows) out.push(...hybridThresholdMaps(means, w / BINARIZER_WINDOW, centres, EXPOSURES, HALF_BLOCK_PHASES));
+    return out;
   }
 
   /** Weighted sum of luma over a footprint at `base`. */
@@ -527,6 +535,10 @@ class Checker {
     let shareSum = 0;
     let shareCount = 0;
     const hybrid = this.hybridThresholds();
+    const quietLevel = this.quietLevel();
+    // A finder's dark modules are a wide flat run: dark only while darker than half the light
+    // around them, as a phone sees it (hybrid-threshold.ts, flatDarkLimit).
+    const finderDark = flatDarkLimit(quietLevel, this.rectMean(0, 0, this.region.width, this.region.height));
     for (let i = 0; i < cells; i++) {
       const r = Math.floor(i / side);
       const cx = x0 + (i - r * side) * m + m / 2 - this.region.x;
@@ -546,6 +558,7 @@ class Checker {
         if (v < lo) lo = v;
         if (v > hi) hi = v;
       }
+      if (role[i] === ModuleRole.Finder && dark[i] === 1) lo = Math.min(lo, finderDark);
       lows[i] = lo;
       highs[i] = hi;
       shares[i] = this.darkShare(i, pass.split[i]!);
@@ -555,7 +568,6 @@ class Checker {
       }
     }
     const meanShare = (pass.meanShare = shareSum / shareCount);
-    const quietLevel = this.quietLevel();
     let wrong = 0;
     let weak = 0;
     let spared = 0;
