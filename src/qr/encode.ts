@@ -1,6 +1,7 @@
 /**
  * Content -> QR module matrix. The `qrcode` package does the encoding (optimal segments,
- * UTF-8 byte mode for anything outside numeric/alphanumeric, best mask); this file adds what
+ * UTF-8 byte mode for anything outside numeric/alphanumeric, best mask, unless Java ZXing
+ * misreads the plain symbol under it: readable-mask.ts); this file adds what
  * the renderer needs on top: which function pattern every module belongs to, so shaped
  * patterns can keep finders, alignment and timing solid while styling the data.
  */
@@ -9,6 +10,7 @@ import { getPositions } from 'qrcode/lib/core/alignment-pattern.js';
 import { from as eccFrom } from 'qrcode/lib/core/error-correction-level.js';
 import { ALPHANUMERIC, BYTE, NUMERIC } from 'qrcode/lib/core/mode.js';
 import { getCapacity } from 'qrcode/lib/core/version.js';
+import { readableSymbol } from './readable-mask.ts';
 
 export type ErrorCorrectionLevel = 'L' | 'M' | 'Q' | 'H';
 export const ERROR_CORRECTION_LEVELS: readonly ErrorCorrectionLevel[] = ['L', 'M', 'Q', 'H'];
@@ -79,7 +81,7 @@ export function encodeQr(content: string, level: ErrorCorrectionLevel = 'H'): Qr
     }
     throw error;
   }
-  return matrixOfSymbol(code, level);
+  return readableSymbol(content, level, code, (symbol) => matrixOfSymbol(symbol, level));
 }
 
 /**

@@ -22,3 +22,12 @@ declare module 'qrcode/lib/core/utils.js' {
   /** Codewords (data and EC) a symbol of this version holds. */
   export function getSymbolTotalCodewords(version: number): number;
 }
+
+declare module 'qrcode/lib/core/mask-pattern.js' {
+  import type { BitMatrix } from 'qrcode';
+  /** The standard's mask penalties of a finished symbol's modules: runs, 2x2 blocks, 1:1:3:1:1 runs, dark share. */
+  export function getPenaltyN1(modules: BitMatrix): number;
+  export function getPenaltyN2(modules: BitMatrix): number;
+  export function getPenaltyN3(modules: BitMatrix): number;
+  export function getPenaltyN4(modules: BitMatrix): number;
+}
