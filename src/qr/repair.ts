@@ -14,8 +14,9 @@
  *               block grid at four phases, whose flat-block rule reads a flat mid-grey run beside
  *               white as light (hybrid-threshold.ts). A finder's dark modules, a wide flat run
  *               whatever the grid, must also be darker than half the quiet zone's light as a
- *               phone's harsh exposure sees both (flatDarkLimit). `lo` and `hi` are the lowest
- *               and highest of them all.
+ *               phone's harsh exposure sees both (flatDarkLimit), and so must an alignment
+ *               pattern's (Java ZXing's alignment search loses its blurred one-module centre
+ *               first). `lo` and `hi` are the lowest and highest of them all.
  *   centre      ZXing, jsQR and ZBar read the pixel at the module centre. Two values must be on
  *               the right side (dark: below `lo`; light: above `hi`): the mean of the central
  *               core (a disk of `coreRatio` of the module; the issue's "central disk about a
@@ -60,7 +61,7 @@ import { rawImage } from '../image/raw.ts';
 import { MIN_MODULE_PX } from './capture-family.ts';
 import { codewordMap } from './codewords.ts';
 import { flatDarkLimit, HALF_BLOCK_PHASES, HARSH_EXPOSURE, hybridThresholdMaps, type Exposure } from './hybrid-threshold.ts';
-import { ModuleRole, type QrMatrix } from './encode.ts';
+import { alignmentCentres, ModuleRole, type QrMatrix } from './encode.ts';
 import type { QrLayout } from './layout.ts';
 
 /** The code as drawn in an image: its modules and where they are, in that image's pixels. */
@@ -155,6 +156,8 @@ const QUIET = 6;
 const BINARIZER_WINDOW = 40;
 /** The exposures the hybrid binarizer's thresholds are taken under: a phone's harsh end, and as drawn. */
 const EXPOSURES: readonly Exposure[] = [HARSH_EXPOSURE, { contrast: 1, brightness: 0 }];
+/** Modules around the bottom-right alignment pattern's centre whose codewords are never spared. */
+const ALIGNMENT_REACH = 5;
 /** Core growth step, as a fraction of the module. */
 const GROWTH = 0.1;
 
@@ -407,7 +410,8 @@ class Checker {
    * corrects, the codewords with the most wrong or weak data modules at this check. A decoder
    * corrects a codeword whole, however many of its modules are wrong, so each spared codeword
    * keeps as much of the art as one error can. (Weighting codewords by how far their modules
-   * fall short instead of by how many fail kept less: docs/scan-repair.md.)
+   * fall short instead of by how many fail kept less: docs/scan-repair.md.) Codewords near the
+   * bottom-right alignment pattern are never spared.
    */
   spare(pass: Pass, share: number): void {
     const { codeword, block, blocks, correctable } = codewordMap(this.matrix);
@@ -418,6 +422,16 @@ class Checker {
     const cellOf = (i: number) => (Math.floor(i / size) + this.quiet) * side + (i % size) + this.quiet;
     const failing = new Int32Array(block.length);
     for (const [i, cw] of codeword.entries()) if (cw >= 0 && pass.status[cellOf(i)] !== Status.Ok) failing[cw]!++;
+    // Java ZXing fits its grid to the alignment pattern nearest the bottom-right corner, found by
+    // a 1:1:1 search in a window of ALIGNMENT_REACH modules around where it expects it: art left in
+    // that window can pass for the pattern and skew the whole grid.
+    const [farthest] = alignmentCentres(this.matrix.version).slice(-1);
+    if (farthest) {
+      const [ar, ac] = farthest;
+      for (const [i, cw] of codeword.entries()) {
+        if (cw >= 0 && Math.max(Math.abs(Math.floor(i / size) - ar), Math.abs((i % size) - ac)) <= ALIGNMENT_REACH) failing[cw] = 0;
+      }
+    }
     const chosen = new Uint8Array(block.length);
     for (let b = 0; b < blocks; b++) {
       const own = [...block.keys()].filter((k) => block[k] === b && failing[k]! > 0).sort((x, y) => failing[y]! - failing[x]!);
@@ -537,7 +551,8 @@ class Checker {
     const hybrid = this.hybridThresholds();
     const quietLevel = this.quietLevel();
     // A finder's dark modules are a wide flat run: dark only while darker than half the light
-    // around them, as a phone sees it (hybrid-threshold.ts, flatDarkLimit).
+    // around them, as a phone sees it (hybrid-threshold.ts, flatDarkLimit). An alignment
+    // pattern's are held to the same: its centre, one module between light rings, blurs first.
     const finderDark = flatDarkLimit(quietLevel, this.rectMean(0, 0, this.region.width, this.region.height));
     for (let i = 0; i < cells; i++) {
       const r = Math.floor(i / side);
@@ -558,7 +573,7 @@ class Checker {
         if (v < lo) lo = v;
         if (v > hi) hi = v;
       }
-      if (role[i] === ModuleRole.Finder && dark[i] === 1) lo = Math.min(lo, finderDark);
+      if ((role[i] === ModuleRole.Finder || role[i] === ModuleRole.Alignment) && dark[i] === 1) lo = Math.min(lo, finderDark);
       lows[i] = lo;
       highs[i] = hi;
       shares[i] = this.darkShare(i, pass.split[i]!);

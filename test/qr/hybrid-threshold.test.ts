@@ -145,6 +145,36 @@ describe("the module check's model of ZXing's hybrid binarizer", () => {
     expect(limit).toBeLessThan(120);
   });
 
+  it("holds an alignment pattern's dark modules to the same level as a finder's", () => {
+    // Java ZXing fits its grid to the alignment pattern nearest the bottom-right corner, found by
+    // its 1:1:1 runs: drawn at 125 beside 240, its centre reads light under a phone's exposure.
+    const { image, control } = greyCode(0, 240);
+    const { layout, matrix } = control;
+    const alignment = (i: number) => matrix.role[i] === ModuleRole.Alignment && matrix.dark[i] === 1;
+    const data = image.data.slice();
+    for (let y = 0; y < image.height; y++) {
+      for (let x = 0; x < image.width; x++) {
+        const r = Math.floor((y - layout.codeY) / layout.moduleSize);
+        const c = Math.floor((x - layout.codeX) / layout.moduleSize);
+        if (r >= 0 && c >= 0 && r < matrix.size && c < matrix.size && alignment(r * matrix.size + c)) data[y * image.width + x] = 125;
+      }
+    }
+    const grey = rawImage(data, image.width, image.height, 1);
+    const geometry = { matrix, layout };
+    expect(checkModules(grey, geometry).wrongFunction).toBeGreaterThan(0);
+    const repaired = repairModules(grey, geometry);
+    expect(repaired.after.wrong).toBe(0);
+    const mean = repaired.image.data.reduce((a, v) => a + v, 0) / repaired.image.data.length;
+    const limit = flatDarkLimit(240, mean);
+    for (let i = 0; i < matrix.size * matrix.size; i++) {
+      if (!alignment(i)) continue;
+      const r = Math.floor(i / matrix.size);
+      const x = layout.codeX + (i % matrix.size) * layout.moduleSize + Math.floor(layout.moduleSize / 2);
+      const y = layout.codeY + r * layout.moduleSize + Math.floor(layout.moduleSize / 2);
+      expect(repaired.image.data[y * image.width + x]).toBeLessThanOrEqual(limit);
+    }
+  });
+
   it("finds a finder drawn mid-grey on white wrong and darkens it until the Java port reads the code", () => {
     // Black data modules, finders' dark modules at 125 beside 240: the look of repaired art whose
     // finder rings stayed grey. Every local mean reads the rings dark; the hybrid binarizer's flat

@@ -10,7 +10,7 @@ import { rawImage, type RawImage } from '../../src/image/raw.ts';
 import { toLuma } from '../../src/image/luma.ts';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
 import { codewordMap } from '../../src/qr/codewords.ts';
-import { ModuleRole } from '../../src/qr/encode.ts';
+import { alignmentCentres, ModuleRole } from '../../src/qr/encode.ts';
 import { familyParams, simulateCapture } from '../../src/qr/capture-family.ts';
 import { ensureScannable, needsRepair, readByAllEverywhere, SPARE_SHARE, sparedPassHolds, type QrGeometry } from '../../src/qr/guarantee.ts';
 import { CHECK_SEED, COUNT, MIN_READ } from '../../src/qr/robustness.ts';
@@ -276,6 +276,14 @@ describe('error correction keeps some of the art', () => {
     return painted;
   }
 
+  /** Codewords with a module within 5 modules of the bottom-right alignment pattern's centre. */
+  function codewordsNearAlignment(matrix: QrGeometry['matrix']): Set<number> {
+    const { codeword } = codewordMap(matrix);
+    const [ar, ac] = alignmentCentres(matrix.version).at(-1)!;
+    const near = (i: number) => Math.max(Math.abs(Math.floor(i / matrix.size) - ar), Math.abs((i % matrix.size) - ac)) <= 5;
+    return new Set([...codeword.keys()].filter((i) => codeword[i]! >= 0 && near(i)).map((i) => codeword[i]!));
+  }
+
   /** Matrix modules whose cells the repair changed. */
   function changedModulesOf(mask: Uint8Array, geometry: QrGeometry): Set<number> {
     const { matrix, layout } = geometry;
@@ -291,7 +299,9 @@ describe('error correction keeps some of the art', () => {
   it('leaves the codewords with the most failing modules as drawn, up to spareShare of what each block corrects, and the code reads', async () => {
     const fixture = cleanCode();
     const map = codewordMap(fixture.geometry.matrix);
-    const inBlock = (b: number) => [...map.block.keys()].filter((k) => map.block[k] === b);
+    // Codewords away from the bottom-right alignment pattern, which are never spared (below).
+    const nearAlignment = codewordsNearAlignment(fixture.geometry.matrix);
+    const inBlock = (b: number) => [...map.block.keys()].filter((k) => map.block[k] === b && !nearAlignment.has(k));
     const budget = Math.floor(0.5 * map.correctable);
     expect(map.blocks).toBeGreaterThan(1);
     expect(budget).toBeGreaterThanOrEqual(2);
@@ -322,6 +332,19 @@ describe('error correction keeps some of the art', () => {
     const changedFull = changedModulesOf(full.changedMask, fixture.geometry);
     expect([...whole, ...partly, ...single].every((i) => changedFull.has(i))).toBe(true);
     expect(changedFull.size).toBeGreaterThan(changed.size);
+  });
+
+  it('never spares a codeword within reach of the bottom-right alignment pattern, where Java ZXing searches for it', () => {
+    const fixture = cleanCode();
+    const nearby = [...codewordsNearAlignment(fixture.geometry.matrix)];
+    expect(nearby.length).toBeGreaterThan(2);
+    const painted = paintCodewords(fixture, nearby);
+    const spared = repairModules(fixture.image, fixture.geometry, { spareShare: 0.5 });
+    // Whole codewords painted wrong are what sparing takes first; near the alignment pattern,
+    // every one is repaired instead.
+    expect(spared.after).toMatchObject({ wrong: 0, spared: 0 });
+    const changed = changedModulesOf(spared.changedMask, fixture.geometry);
+    expect(painted.every((i) => changed.has(i))).toBe(true);
   });
 
   it('at on_failure, a first pass that spares codewords is delivered when every family reads every capture and ZBar the extra ones; always repairs them all', async () => {
