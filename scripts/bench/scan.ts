@@ -21,8 +21,9 @@
  * The plain control image of every job gets the family verdict (calibration: it should pass) and
  * the same held-out referees.
  *
- * --cache DIR keeps the generated images (PNG, named by the job's body) and reuses them, so a
- * change to the repair is measured on the very same images without generating them again.
+ * --cache DIR keeps the generated images (PNG, named by the job's body and its control image)
+ * and reuses them, so a change to the repair is measured on the very same images without
+ * generating them again; a change to the control image (the encoder's mask) misses the cache.
  * --shard I/N evaluates jobs I, I+N, I+2N, ... only (0-based) and --rows writes its rows to FILE;
  * run N shards side by side (one per core) and --merge their files: the same figures as one run.
  *
@@ -152,26 +153,30 @@ interface Prepared {
   readonly generation: Promise<Pick<InferenceResult, 'images'>>;
 }
 
-/** Where the cache keeps job `job`'s image k: named by the job's request and the sampling steps. */
-function cachePath(job: Job, k: number): string {
-  const key = createHash('sha256').update(JSON.stringify({ body: job.body, steps })).digest('hex').slice(0, 16);
+/**
+ * Where the cache keeps job `job`'s image k: named by the job's request, the sampling steps and
+ * the control image the images were generated on (an image made for another matrix is not this
+ * job's).
+ */
+function cachePath(job: Job, control: RawImage, k: number): string {
+  const key = createHash('sha256').update(JSON.stringify({ body: job.body, steps })).update(control.data).digest('hex').slice(0, 16);
   return join(values.cache!, `${key}-${k}.png`);
 }
 
-async function cached(job: Job): Promise<RawImage[] | undefined> {
+async function cached(job: Job, control: RawImage): Promise<RawImage[] | undefined> {
   if (!values.cache) return undefined;
   try {
-    return await Promise.all(Array.from({ length: job.images }, async (_, k) => decodeImage(await readFile(cachePath(job, k)), { maxPixels: 1 << 26, channels: 3 })));
+    return await Promise.all(Array.from({ length: job.images }, async (_, k) => decodeImage(await readFile(cachePath(job, control, k)), { maxPixels: 1 << 26, channels: 3 })));
   } catch {
     return undefined;
   }
 }
 
 async function generate(job: Job, request: Parameters<InferenceClient['run']>[0]): Promise<Pick<InferenceResult, 'images'>> {
-  const hit = await cached(job);
+  const hit = await cached(job, request.control);
   if (hit) return { images: hit };
   const result = await client.run(request);
-  if (values.cache) await Promise.all(result.images.map(async (image, k) => writeFile(cachePath(job, k), await encodePng(image))));
+  if (values.cache) await Promise.all(result.images.map(async (image, k) => writeFile(cachePath(job, request.control, k), await encodePng(image))));
   return result;
 }
 
