@@ -423,8 +423,9 @@ class Checker {
     const failing = new Int32Array(block.length);
     for (const [i, cw] of codeword.entries()) if (cw >= 0 && pass.status[cellOf(i)] !== Status.Ok) failing[cw]!++;
     // Java ZXing fits its grid to the alignment pattern nearest the bottom-right corner, found by
-    // a 1:1:1 search in a window of ALIGNMENT_REACH modules around where it expects it: art left in
-    // that window can pass for the pattern and skew the whole grid.
+    // a 1:1:1 search about 4 modules around where the finders put it (then 8, then 16): art left
+    // there can pass for the pattern and skew the whole grid. ALIGNMENT_REACH covers the first
+    // window and the estimate's error.
     const [farthest] = alignmentCentres(this.matrix.version).slice(-1);
     if (farthest) {
       const [ar, ac] = farthest;
