@@ -69,11 +69,23 @@ export class QrContentTooLongError extends Error {
 const utf8 = new TextEncoder();
 
 export function encodeQr(content: string, level: ErrorCorrectionLevel = 'H'): QrMatrix {
+  return readableSymbol(content, level, encoderSymbol(content, level), (symbol) => matrixOfSymbol(symbol, level));
+}
+
+/**
+ * Modules per side of content's code: what encodeQr's matrix measures, without choosing its mask
+ * (the size does not depend on it). For request validation, which needs only the size.
+ */
+export function encodedSize(content: string, level: ErrorCorrectionLevel = 'H'): number {
+  return encoderSymbol(content, level).modules.size;
+}
+
+/** The `qrcode` package's own symbol (its version, segments and mask), with our errors. */
+function encoderSymbol(content: string, level: ErrorCorrectionLevel): QRCode.QRCode {
   if (typeof content !== 'string' || content.length === 0) throw new RangeError('the QR content must be a non-empty string');
   if (!ERROR_CORRECTION_LEVELS.includes(level)) throw new RangeError(`unknown error-correction level ${String(level)}`);
-  let code: QRCode.QRCode;
   try {
-    code = QRCode.create(content, { errorCorrectionLevel: level });
+    return QRCode.create(content, { errorCorrectionLevel: level });
   } catch (error) {
     // qrcode says only "too big"; the caller needs sizes to tell the user what to cut.
     if (error instanceof Error && /too big/i.test(error.message)) {
@@ -81,7 +93,6 @@ export function encodeQr(content: string, level: ErrorCorrectionLevel = 'H'): Qr
     }
     throw error;
   }
-  return readableSymbol(content, level, code, (symbol) => matrixOfSymbol(symbol, level));
 }
 
 /**

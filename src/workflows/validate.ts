@@ -18,7 +18,7 @@ import {
   type WorkflowEntry,
 } from './catalogue.ts';
 import { placementFor } from '../qr/control-image.ts';
-import { encodeQr } from '../qr/encode.ts';
+import { encodedSize } from '../qr/encode.ts';
 import { DEFAULT_QUIET_ZONE_MODULES, layoutQr, QrLayoutError, type Canvas, type Placement } from '../qr/layout.ts';
 import { WORKFLOWS, type WorkflowName } from './names.ts';
 import { schemaSetFor, type FieldKind } from './schemas.ts';
@@ -238,8 +238,8 @@ function moduleFitProblem(entry: QrV5Entry, raw: Record<string, unknown>, canvas
   if (placement.side >= ALWAYS_FITS_SIDE) return null;
   const model = typeof raw.model === 'string' && raw.model in entry.controlByModel ? (raw.model as V5Model) : entry.enumDefaults.model;
   try {
-    const matrix = encodeQr(raw.qrContent as string, entry.controlByModel[model].errorCorrectionLevel);
-    layoutQr(canvas, { ...placement, x: 0, y: 0 }, matrix.size);
+    const size = encodedSize(raw.qrContent as string, entry.controlByModel[model].errorCorrectionLevel);
+    layoutQr(canvas, { ...placement, x: 0, y: 0 }, size);
     return null;
   } catch (error) {
     if (error instanceof QrLayoutError) return error.message;
