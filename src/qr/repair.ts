@@ -16,7 +16,8 @@
  *               whatever the grid, must also be darker than half the quiet zone's light as a
  *               phone's harsh exposure sees both (flatDarkLimit), and so must an alignment
  *               pattern's (Java ZXing's alignment search loses its blurred one-module centre
- *               first). `lo` and `hi` are the lowest and highest of them all.
+ *               first). ZBar's threshold is a plain mean too, over a far wider box (9 to 21
+ *               modules: zbarWindowsFor). `lo` and `hi` are the lowest and highest of them all.
  *   centre      ZXing, jsQR and ZBar read the pixel at the module centre. Two values must be on
  *               the right side (dark: below `lo`; light: above `hi`): the mean of the central
  *               core (a disk of `coreRatio` of the module; the issue's "central disk about a
@@ -58,7 +59,7 @@
  */
 import type { RawImage } from '../image/raw.ts';
 import { rawImage } from '../image/raw.ts';
-import { MIN_MODULE_PX } from './capture-family.ts';
+import { FRAME_PAD, MIN_MODULE_PX } from './capture-family.ts';
 import { codewordMap } from './codewords.ts';
 import { flatDarkLimit, HALF_BLOCK_PHASES, HARSH_EXPOSURE, hybridThresholdMaps, type Exposure } from './hybrid-threshold.ts';
 import { alignmentCentres, ModuleRole, type QrMatrix } from './encode.ts';
@@ -318,6 +319,28 @@ function windowsFor(codePixels: number, matrixSize: number, decodeSides: readonl
   return windows;
 }
 
+/**
+ * ZBar's binarizer compares each pixel with the mean of a box far wider than ZXing's: the
+ * smallest power of two from 16 to 256 px that is at least an eighth of the frame
+ * (zbar/qrcode/binarize.c), 9 to 21 modules across over the capture family. A light module
+ * that is light only against its own neighbourhood (an alignment pattern's grey ring between
+ * dark modules, in light art) reads dark there. The window sides, in this image's pixels, at
+ * each scale the family captures the code at (its frame: the placed square and FRAME_PAD of
+ * it around).
+ */
+function zbarWindowsFor(codePixels: number, matrixSize: number, quietZoneModules: number, decodeSides: readonly number[]): number[] {
+  const windows: number[] = [];
+  for (const side of decodeSides) {
+    const s = Math.max(side, MIN_MODULE_PX * matrixSize);
+    const frame = s * ((matrixSize + 2 * quietZoneModules) / matrixSize) * (1 + 2 * FRAME_PAD);
+    let box = 16;
+    while (box < 256 && box < Math.ceil(frame / 8)) box *= 2;
+    const w = box * (codePixels / s);
+    if (windows.every((v) => Math.max(v / w, w / v) > 1.15)) windows.push(w);
+  }
+  return windows;
+}
+
 interface Region {
   readonly x: number;
   readonly y: number;
@@ -349,6 +372,8 @@ class Checker {
   /** 1 for every region pixel a repair changed. */
   readonly touched: Uint8Array;
   private readonly windows: readonly number[];
+  /** ZBar's box windows (zbarWindowsFor): plain means only. */
+  private readonly zbarWindows: readonly number[];
   /** The read value's kernel; absent when captureBlur is 0 (the core's mean is the read value). */
   private readonly kernel: Footprint | undefined;
   /** Cores by kind (0 data disk, 1 pattern square, 2 quiet-zone square) and growth step. */
@@ -370,12 +395,13 @@ class Checker {
     const grid = (this.grid = gridOf(geometry, image));
     const { side, m, x0, y0 } = grid;
     this.windows = windowsFor(geometry.layout.codePixels, geometry.matrix.size, options.decodeSides);
+    this.zbarWindows = zbarWindowsFor(geometry.layout.codePixels, geometry.matrix.size, geometry.layout.quietZoneModules, options.decodeSides);
     // The camera blur in this image's pixels: the photo shows the placed square at captureSide px,
     // or closer for a dense code (the capture family never has a module under MIN_MODULE_PX).
     const sigma = (options.captureBlur * (side * m)) / Math.max(options.captureSide, MIN_MODULE_PX * side);
     // The region reaches past the code by half the widest window and the blur's reach, past the
     // image's edge too (edge pixels repeated), so every read stays inside the buffer.
-    const reach = Math.ceil(Math.max(Math.max(...this.windows) / 2, 2.5 * sigma + m));
+    const reach = Math.ceil(Math.max(Math.max(...this.windows, ...this.zbarWindows) / 2, 2.5 * sigma + m));
     this.region = { x: x0 - reach, y: y0 - reach, width: side * m + 2 * reach, height: side * m + 2 * reach };
     const { width, height } = this.region;
     this.luma = new Float32Array(width * height);
@@ -569,6 +595,12 @@ class Checker {
       // OpenCV's split is the local means'; the centre is read against ZXing's hybrid
       // thresholds too.
       pass.split[i] = (lo + hi) / 2;
+      // ZBar's (its 3-level bias left out: the margins below are wider).
+      for (const w of this.zbarWindows) {
+        const t = this.boxMean(cx, cy, w);
+        if (t < lo) lo = t;
+        if (t > hi) hi = t;
+      }
       for (const t of hybrid) {
         const v = t[i]!;
         if (v < lo) lo = v;

@@ -262,6 +262,87 @@ describe('repairModules changes only what a decoder would misread', () => {
   });
 });
 
+describe("ZBar's wide binarizer window", () => {
+  /**
+   * Light art with small dark dots for dark modules (a dot pattern's look: the code's mean is
+   * light), every alignment pattern's light ring painted `ring`.
+   */
+  function dotsWithGreyAlignmentRings(ring: number): Fixture {
+    const size = 640;
+    const canvas = { width: size, height: size };
+    const control = renderControlImage({ content: CONTENT, pattern: 's1', canvas, placement: placementFor(canvas, 0.8), background: 'white' });
+    const { matrix, layout } = control;
+    const m = layout.moduleSize;
+    const data = new Uint8Array(size * size * 3).fill(240);
+    const paint = (x: number, y: number, v: number) => data.fill(v, (y * size + x) * 3, (y * size + x) * 3 + 3);
+    for (let i = 0; i < matrix.size * matrix.size; i++) {
+      const role = matrix.role[i]!;
+      const x0 = layout.codeX + (i % matrix.size) * m;
+      const y0 = layout.codeY + Math.floor(i / matrix.size) * m;
+      for (let y = 0; y < m; y++) {
+        for (let x = 0; x < m; x++) {
+          const inDot = Math.hypot(x + 0.5 - m / 2, y + 0.5 - m / 2) <= 0.25 * m;
+          if (matrix.dark[i] && (role !== ModuleRole.Data || inDot)) paint(x0 + x, y0 + y, 0);
+          else if (!matrix.dark[i] && role === ModuleRole.Alignment) paint(x0 + x, y0 + y, ring);
+        }
+      }
+    }
+    return { image: rawImage(data, size, size, 3), geometry: { matrix, layout }, codeSide: layout.codePixels };
+  }
+
+  /** Read value at each alignment light-ring module's centre, and the mean of the box `modules` wide around it. */
+  function ringsAgainstBox(image: RawImage, geometry: QrGeometry, modules: number): Array<{ centre: number; box: number }> {
+    const { matrix, layout } = geometry;
+    const luma = toLuma(image);
+    const m = layout.moduleSize;
+    const half = Math.round((modules * m) / 2);
+    const out: Array<{ centre: number; box: number }> = [];
+    for (let i = 0; i < matrix.size * matrix.size; i++) {
+      if (matrix.role[i] !== ModuleRole.Alignment || matrix.dark[i]) continue;
+      const cx = layout.codeX + (i % matrix.size) * m + Math.floor(m / 2);
+      const cy = layout.codeY + Math.floor(i / matrix.size) * m + Math.floor(m / 2);
+      let sum = 0;
+      for (let y = cy - half; y < cy + half; y++) for (let x = cx - half; x < cx + half; x++) sum += luma.data[y * luma.width + x]!;
+      out.push({ centre: luma.data[cy * luma.width + cx]!, box: sum / (4 * half * half) });
+    }
+    return out;
+  }
+
+  /** Of `count` captures from the family (a seed the check never uses), how many ZBar reads. */
+  async function zbarReads(image: RawImage, geometry: QrGeometry, count: number): Promise<number> {
+    const { placement, moduleSize } = geometry.layout;
+    const seed = 777;
+    expect(seed).not.toBe(CHECK_SEED);
+    let reads = 0;
+    for (const [k, params] of familyParams(seed, count, { modules: placement.side / moduleSize }).entries()) {
+      const capture = await simulateCapture(image, placement, params, seed + k);
+      if (exactly(await zbarDecode(capture.image))) reads++;
+    }
+    return reads;
+  }
+
+  it("finds a light module wrong when it is light only beside its dark neighbours, not against ZBar's wide mean, and lifts it", async () => {
+    // ZBar thresholds each pixel against the mean of a box an eighth of the frame wide or more
+    // (9 to 21 modules over the capture family); in light art an alignment pattern's grey ring
+    // reads dark there, though every window of ZXing's size, most of it dark, reads it light.
+    const grey = dotsWithGreyAlignmentRings(175);
+    const before = ringsAgainstBox(grey.image, grey.geometry, 12);
+    expect(before.length).toBeGreaterThan(0);
+    expect(before.every(({ centre, box }) => centre < box)).toBe(true);
+    expect(ringsAgainstBox(grey.image, grey.geometry, 5).every(({ centre, box }) => centre > box)).toBe(true);
+    expect(checkModules(grey.image, grey.geometry).wrongFunction).toBeGreaterThan(0);
+    const repaired = repairModules(grey.image, grey.geometry);
+    expect(repaired.after.wrong).toBe(0);
+    expect(ringsAgainstBox(repaired.image, grey.geometry, 12).every(({ centre, box }) => centre > box)).toBe(true);
+    // ZBar itself misses some captures of the grey rings (its alignment search fails) and none
+    // once they are lifted.
+    expect(await zbarReads(grey.image, grey.geometry, 40)).toBeLessThan(40);
+    expect(await zbarReads(repaired.image, grey.geometry, 40)).toBe(40);
+    // The same rings drawn light are right as they are.
+    expect(checkModules(dotsWithGreyAlignmentRings(240).image, grey.geometry).wrongFunction).toBe(0);
+  });
+});
+
 describe('error correction keeps some of the art', () => {
   /** The clean code with every module of the given codewords painted the other colour; returns the painted matrix modules. */
   function paintCodewords(fixture: Fixture, codewords: readonly number[], modulesEach = 8): number[] {
