@@ -16,8 +16,9 @@
  *               whatever the grid, must also be darker than half the quiet zone's light as a
  *               phone's harsh exposure sees both (flatDarkLimit), and so must an alignment
  *               pattern's (Java ZXing's alignment search loses its blurred one-module centre
- *               first). ZBar's threshold is a plain mean too, over a far wider box (9 to 21
- *               modules: zbarWindowsFor). `lo` and `hi` are the lowest and highest of them all.
+ *               first). ZBar's threshold is a plain mean too, over a far wider box (about
+ *               5 to 20 modules: zbarWindowsFor). `lo` and `hi` are the lowest and highest of
+ *               them all.
  *   centre      ZXing, jsQR and ZBar read the pixel at the module centre. Two values must be on
  *               the right side (dark: below `lo`; light: above `hi`): the mean of the central
  *               core (a disk of `coreRatio` of the module; the issue's "central disk about a
@@ -322,11 +323,11 @@ function windowsFor(codePixels: number, matrixSize: number, decodeSides: readonl
 /**
  * ZBar's binarizer compares each pixel with the mean of a box far wider than ZXing's: the
  * smallest power of two from 16 to 256 px that is at least an eighth of the frame
- * (zbar/qrcode/binarize.c), 9 to 21 modules across over the capture family. A light module
- * that is light only against its own neighbourhood (an alignment pattern's grey ring between
- * dark modules, in light art) reads dark there. The window sides, in this image's pixels, at
- * each scale the family captures the code at (its frame: the placed square and FRAME_PAD of
- * it around).
+ * (zbar/qrcode/binarize.c), about 5 (version 1) to 20 (version 10) modules across over the
+ * capture family. A light module that is light only against its own neighbourhood (an
+ * alignment pattern's grey ring between dark modules, in light art) reads dark there. The
+ * window sides, in this image's pixels, at each scale the family captures the code at (its
+ * frame: the placed square and FRAME_PAD of it around).
  */
 function zbarWindowsFor(codePixels: number, matrixSize: number, quietZoneModules: number, decodeSides: readonly number[]): number[] {
   const windows: number[] = [];

@@ -323,8 +323,8 @@ describe("ZBar's wide binarizer window", () => {
 
   it("finds a light module wrong when it is light only beside its dark neighbours, not against ZBar's wide mean, and lifts it", async () => {
     // ZBar thresholds each pixel against the mean of a box an eighth of the frame wide or more
-    // (9 to 21 modules over the capture family); in light art an alignment pattern's grey ring
-    // reads dark there, though every window of ZXing's size, most of it dark, reads it light.
+    // (about 5 to 20 modules over the capture family); in light art an alignment pattern's grey
+    // ring reads dark there, though every window of ZXing's size, most of it dark, reads it light.
     const grey = dotsWithGreyAlignmentRings(175);
     const before = ringsAgainstBox(grey.image, grey.geometry, 12);
     expect(before.length).toBeGreaterThan(0);
