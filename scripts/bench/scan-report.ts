@@ -4,6 +4,7 @@
  * calibration, the visual cost and the time, then the targets, met or missed.
  */
 import { summarize } from './scan-check.ts';
+import { wholeImageTable, type WholeImageReads } from './scan-whole-image.ts';
 
 /** Per held-out capture of one image: whether each referee read exactly the content. */
 export interface Referees {
@@ -26,6 +27,8 @@ export interface Judged {
   /** Share of the check's captures read. */
   readonly robustness: number;
   readonly referees: Referees;
+  /** Whole-image captures of a delivered isScanables image (scan-whole-image.ts), when run. */
+  readonly wholeImage?: WholeImageReads;
 }
 
 export interface Row {
@@ -53,7 +56,7 @@ export interface Row {
 
 export interface Report {
   readonly rows: readonly Row[];
-  readonly controls: ReadonlyArray<{ scannable: boolean; robustness: number; referees: Referees }>;
+  readonly controls: ReadonlyArray<{ scannable: boolean; robustness: number; referees: Referees; wholeImage?: WholeImageReads }>;
   readonly mode: string;
   readonly seed: number;
   readonly steps: number;
@@ -105,6 +108,10 @@ export function report(r: Report): void {
     refereeRow('after, isScanables = false', rows.filter((x) => !x.after.scannable).map((x) => x.after.referees), names),
     refereeRow('plain control images', controls.map((c) => c.referees), names),
   ]);
+
+  const wholeDelivered = reported.flatMap((x) => (x.after.wholeImage ? [x.after.wholeImage] : []));
+  const wholeControls = controls.flatMap((c) => (c.wholeImage ? [c.wholeImage] : []));
+  if (wholeDelivered.length > 0) wholeImageTable(wholeDelivered, wholeControls);
 
   const byFamily = new Map<string, Row[]>();
   for (const x of rows) {

@@ -2,7 +2,7 @@
  * Scan robustness of generated QR art under the capture family, before and after the repair
  * (src/qr/guarantee.ts).
  *   npm run bench -- scan [--images N] [--mode on_failure|always] [--steps S] [--seed S] [--held-out H] [--out DIR] [--threads T]
- *                         [--cache DIR] [--shard I/N --rows FILE]
+ *                         [--cache DIR] [--shard I/N --rows FILE] [--whole-image W]
  *   npm run bench -- scan --merge FILE,FILE,...   (one report over the shards' rows)
  *   npm run bench -- scan --timing          (what the family verdict costs at 512, 768, 2048 px)
  *   npm run bench -- scan --calibrate       (plain control images of every pattern under the family)
@@ -19,7 +19,9 @@
  *     where it is installed, Java ZXing (referees we did not write; zxing-java.ts). A decode
  *     counts only when it is exactly the encoded text.
  * The plain control image of every job gets the family verdict (calibration: it should pass) and
- * the same held-out referees.
+ * the same held-out referees. --whole-image W (default 4; 0: none) adds W captures of another
+ * model, written apart from the family (scan-whole-image.ts), of every delivered isScanables image
+ * and of every plain control image, read by ZBar and Java ZXing.
  *
  * --cache DIR keeps the generated images (PNG, named by the job's body and its control image)
  * and reuses them, so a change to the repair is measured on the very same images without
@@ -57,6 +59,7 @@ import { opencvDecode, zbarDecode } from '../../test/helpers/independent-decoder
 import { changedShare, ssimWhereChanged } from '../../test/qr/image-metrics.ts';
 import { benchJobs, type Job } from './scan-jobs.ts';
 import { ZxingJavaReferee, zxingJavaAvailable } from './zxing-java.ts';
+import { wholeImageReads, type WholeImageReads } from './scan-whole-image.ts';
 import { report, type Report, type Referees, type Row } from './scan-report.ts';
 import { benchCalibration } from './scan-calibration.ts';
 import { benchVerdictTiming } from './scan-timing.ts';
@@ -68,6 +71,7 @@ const { values } = parseArgs({
     steps: { type: 'string', default: '4' },
     seed: { type: 'string', default: '1' },
     'held-out': { type: 'string', default: '3' },
+    'whole-image': { type: 'string', default: '4' },
     out: { type: 'string' },
     threads: { type: 'string', default: '1' },
     timing: { type: 'boolean', default: false },
@@ -97,9 +101,11 @@ const seed = Number(values.seed);
 const mode = values.mode as RepairMode;
 const steps = Number(values.steps);
 const heldOut = Number(values['held-out']);
+const wholeImage = Number(values['whole-image']);
 if (!(Number.isInteger(total) && total >= 1)) throw new Error('--images must be a positive integer');
 if (!(Number.isInteger(steps) && steps >= 1)) throw new Error('--steps must be a positive integer');
 if (!(Number.isInteger(heldOut) && heldOut >= 1)) throw new Error('--held-out must be a positive integer');
+if (!(Number.isInteger(wholeImage) && wholeImage >= 0)) throw new Error('--whole-image must be a whole number');
 if (!isRepairMode(mode) || mode === 'off') throw new Error('--mode must be on_failure or always');
 const [shard, shards] = values.shard.split('/').map(Number) as [number, number];
 if (!(Number.isInteger(shards) && shards >= 1 && Number.isInteger(shard) && shard >= 0 && shard < shards)) throw new Error('--shard must be I/N with 0 <= I < N');
@@ -141,7 +147,13 @@ const mine = allJobs.map((_, j) => j).filter((j) => j % shards === shard);
 const list = mine.map((j) => allJobs[j]!);
 const mineImages = list.reduce((n, job) => n + job.images, 0);
 const rows: Row[] = [];
-const controls: Array<{ scannable: boolean; robustness: number; referees: Referees }> = [];
+const controls: Array<{ scannable: boolean; robustness: number; referees: Referees; wholeImage?: WholeImageReads }> = [];
+
+/** Whole-image captures (scan-whole-image.ts), seeded apart from every family seed; none at --whole-image 0. */
+async function wholeImageOf(image: RawImage, expected: string, square: Square, modules: number, index: number): Promise<WholeImageReads | undefined> {
+  if (wholeImage === 0) return undefined;
+  return wholeImageReads(image, expected, square.side, modules, wholeImage, 900_001 + 13 * index, zxingJava);
+}
 if (values.out) await mkdir(values.out, { recursive: true });
 if (values.cache) await mkdir(values.cache, { recursive: true });
 const abort = new AbortController();
@@ -209,7 +221,8 @@ for (let j = 0; j < list.length; j++) {
 
   const controlVerdict = await familyVerdict(control.image, expected, square, { codeSide, modules });
   const [controlReferees] = await referees([control.image], expected, square, modules, heldOutSeed(total + mine[j]!));
-  controls.push({ scannable: controlVerdict.scannable, robustness: controlVerdict.robustness!.share, referees: controlReferees! });
+  const controlWhole = await wholeImageOf(control.image, expected, square, modules, total + mine[j]!);
+  controls.push({ scannable: controlVerdict.scannable, robustness: controlVerdict.robustness!.share, referees: controlReferees!, ...(controlWhole ? { wholeImage: controlWhole } : {}) });
 
   for (const [k, image] of result.images.entries()) {
     const index = firstImage[mine[j]!]! + k;
@@ -222,13 +235,14 @@ for (let j = 0; j < list.length; j++) {
     const before = repaired ? await familyVerdict(image, expected, square, { codeSide, modules }) : undefined;
     const verdictMs = repaired ? performance.now() - v0 : guaranteeMs;
     const [refBefore, refAfter] = await referees(repaired ? [image, guaranteed.image] : [image], expected, square, modules, heldOutSeed(index));
+    const whole = guaranteed.scannable ? await wholeImageOf(guaranteed.image, expected, square, modules, index) : undefined;
     rows.push({
       index,
       workflow,
       size: `${image.width}x${image.height}`,
       version: geometry.matrix.version,
       before: { scannable: before ? before.scannable : guaranteed.scannable, robustness: before ? before.robustness!.share : guaranteed.robustness, referees: refBefore! },
-      after: { scannable: guaranteed.scannable, robustness: guaranteed.robustness, referees: refAfter ?? refBefore! },
+      after: { scannable: guaranteed.scannable, robustness: guaranteed.robustness, referees: refAfter ?? refBefore!, ...(whole ? { wholeImage: whole } : {}) },
       repaired,
       passes: guaranteed.passes,
       changedModules: guaranteed.changedModules,
