@@ -305,19 +305,23 @@ function gridOf(geometry: QrGeometry, image: RawImage): Grid {
 }
 
 /**
- * Window sides (px) of the binarizer at each scale a decoder may read the code at. A dense code
- * is never read smaller than MIN_MODULE_PX per module (the capture family's near end is lifted
- * for it), so smaller decode sides count as that one.
+ * The code sides (px, without quiet zone) a decoder may read the code at: decodeSides, but a
+ * dense code is never read smaller than MIN_MODULE_PX per module (the capture family's near end
+ * is lifted for it), so smaller decode sides count as that one.
  */
-function windowsFor(codePixels: number, matrixSize: number, decodeSides: readonly number[]): number[] {
-  const windows = [BINARIZER_WINDOW];
-  for (const side of decodeSides) {
-    const s = Math.max(side, MIN_MODULE_PX * matrixSize);
-    const w = BINARIZER_WINDOW * Math.max(1, codePixels / s);
-    // Windows within 15% of one already listed give nearly the same threshold.
-    if (windows.every((v) => Math.max(v / w, w / v) > 1.15)) windows.push(w);
-  }
+function decodeScales(matrixSize: number, decodeSides: readonly number[]): number[] {
+  return decodeSides.map((side) => Math.max(side, MIN_MODULE_PX * matrixSize));
+}
+
+/** Windows (px) with `w` added, unless one within 15% is listed: it gives nearly the same threshold. */
+function withDistinct(windows: number[], w: number): number[] {
+  if (windows.every((v) => Math.max(v / w, w / v) > 1.15)) windows.push(w);
   return windows;
+}
+
+/** Window sides (px) of ZXing's and OpenCV's binarizers in this image: native, and at each decode scale. */
+function windowsFor(codePixels: number, matrixSize: number, decodeSides: readonly number[]): number[] {
+  return decodeScales(matrixSize, decodeSides).reduce((windows, s) => withDistinct(windows, BINARIZER_WINDOW * Math.max(1, codePixels / s)), [BINARIZER_WINDOW]);
 }
 
 /**
@@ -330,16 +334,12 @@ function windowsFor(codePixels: number, matrixSize: number, decodeSides: readonl
  * frame: the placed square and FRAME_PAD of it around).
  */
 function zbarWindowsFor(codePixels: number, matrixSize: number, quietZoneModules: number, decodeSides: readonly number[]): number[] {
-  const windows: number[] = [];
-  for (const side of decodeSides) {
-    const s = Math.max(side, MIN_MODULE_PX * matrixSize);
+  return decodeScales(matrixSize, decodeSides).reduce((windows: number[], s) => {
     const frame = s * ((matrixSize + 2 * quietZoneModules) / matrixSize) * (1 + 2 * FRAME_PAD);
     let box = 16;
     while (box < 256 && box < Math.ceil(frame / 8)) box *= 2;
-    const w = box * (codePixels / s);
-    if (windows.every((v) => Math.max(v / w, w / v) > 1.15)) windows.push(w);
-  }
-  return windows;
+    return withDistinct(windows, box * (codePixels / s));
+  }, []);
 }
 
 interface Region {
