@@ -154,6 +154,7 @@ async function wholeImageOf(image: RawImage, expected: string, square: Square, m
   if (wholeImage === 0) return undefined;
   return wholeImageReads(image, expected, square.side, modules, wholeImage, 900_001 + 13 * index, zxingJava);
 }
+
 if (values.out) await mkdir(values.out, { recursive: true });
 if (values.cache) await mkdir(values.cache, { recursive: true });
 const abort = new AbortController();
