@@ -31,19 +31,38 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Tries at most this many port pairs when a chosen port is taken before the server binds it. */
+const PORT_ATTEMPTS = 5;
+
 /**
  * Runs `nats-server -js` on loopback with its store under storeDir; resolves when it
  * accepts clients. Ports are free ones unless given (a restart on the same port and store
- * is how clients, which reconnect to the URL they know, find it again).
+ * is how clients, which reconnect to the URL they know, find it again). A free port is only
+ * free when it is picked: another process (a parallel test's server) can bind it before this
+ * server does, so on "address already in use" the ports picked here are picked again; a port
+ * the caller gave is never changed.
  */
 export async function startLocalNats(
   storeDir: string,
-  options: { port?: number; binary?: string } = {},
+  options: { port?: number; binary?: string; pickPort?: () => Promise<number> } = {},
 ): Promise<LocalNats> {
   const binary = options.binary ?? process.env.NATS_SERVER_BIN ?? 'nats-server';
+  const pickPort = options.pickPort ?? freePort;
   await mkdir(storeDir, { recursive: true });
-  const port = options.port ?? (await freePort());
-  const monitorPort = await freePort();
+  for (let attempt = 1; ; attempt++) {
+    const port = options.port ?? (await pickPort());
+    const monitorPort = await pickPort();
+    try {
+      return await spawnNats(binary, storeDir, port, monitorPort);
+    } catch (error) {
+      if (!(error instanceof PortTakenError) || attempt >= PORT_ATTEMPTS) throw error;
+    }
+  }
+}
+
+class PortTakenError extends Error {}
+
+async function spawnNats(binary: string, storeDir: string, port: number, monitorPort: number): Promise<LocalNats> {
   const child: ChildProcess = spawn(
     binary,
     ['-js', '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', path.resolve(storeDir)],
@@ -58,7 +77,11 @@ export async function startLocalNats(
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
     child.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'ENOENT' ? new NatsServerMissingError(binary) : error));
-    child.once('exit', (code) => reject(new Error(`nats-server exited with code ${code}:\n${log.slice(-2000)}`)));
+    // 'close', not 'exit': the output is complete then, its last line the reason.
+    child.once('close', (code) => {
+      const Failure = /address already in use/.test(log) ? PortTakenError : Error;
+      reject(new Failure(`nats-server exited with code ${code}:\n${log.slice(-2000)}`));
+    });
     setTimeout(() => reject(new Error(`nats-server did not become ready in 20 s:\n${log.slice(-2000)}`)), 20_000).unref();
   });
   return {
