@@ -89,7 +89,7 @@ export interface RepairOptions {
   readonly contrast?: number;
   /** How far a module's dark share must be beyond the code's mean dark share (default 0.3). */
   readonly areaGap?: number;
-  /** Check -> repair rounds at most (default 4); 0 only checks. */
+  /** Check -> repair rounds at most (default 4), then as many again while a module is wrong; 0 only checks. */
   readonly rounds?: number;
   /** Code sides in px (without quiet zone) at which decoders binarize, besides the native pixels (default 400, 300, 200, 150: the capture family's range; never under MIN_MODULE_PX per module). */
   readonly decodeSides?: readonly number[];
@@ -957,8 +957,9 @@ export function checkModules(image: RawImage, geometry: QrGeometry, options: Rep
 }
 
 /**
- * Check -> repair rounds until no module is wrong or weak (or `rounds` is reached); returns a
- * new image in which only failing modules' cores changed. The input is not modified.
+ * Check -> repair rounds until no module is wrong or weak (or `rounds` is reached, then up to
+ * `rounds` more for wrong modules alone); returns a new image in which only failing modules'
+ * cores changed. The input is not modified.
  */
 export function repairModules(image: RawImage, geometry: QrGeometry, options: RepairOptions = {}): RepairResult {
   const resolved = resolve(options);
@@ -968,11 +969,16 @@ export function repairModules(image: RawImage, geometry: QrGeometry, options: Re
   const changedMask = new Uint8Array(cells);
   const before = firstCheck(checker, pass, resolved.spareShare);
   let changedModules = 0;
-  for (let round = 0; round < resolved.rounds && pass.check.wrong + pass.check.weak > 0; round++) {
+  // After `rounds` rounds, as many again for wrong modules alone: repairs of weak ones move their
+  // neighbours' thresholds, and a pass that ends on a wrong module is followed by a stronger
+  // one, at a cost to the art.
+  for (let round = 0; round < 2 * resolved.rounds; round++) {
+    const settling = round >= resolved.rounds;
+    if (pass.check.wrong + (settling ? 0 : pass.check.weak) === 0) break;
     let changedNow = 0;
     for (let i = 0; i < cells; i++) {
       const s = pass.status[i];
-      if ((s !== Status.Wrong && s !== Status.Weak) || !checker.repair(i, pass)) continue;
+      if ((s !== Status.Wrong && (settling || s !== Status.Weak)) || !checker.repair(i, pass)) continue;
       changedNow++;
       if (!changedMask[i]) {
         changedMask[i] = 1;

@@ -262,6 +262,19 @@ describe('repairModules changes only what a decoder would misread', () => {
   });
 });
 
+describe('repair rounds', () => {
+  it('after its rounds, goes on repairing wrong modules alone, leaving the weak ones', () => {
+    // One round over faint art leaves modules wrong that the round's own repairs pushed across a
+    // threshold (19 of them here before this rule); the settling round fixes those only.
+    const art = artLike({ strength: 0.35, seed: 6 });
+    expect(checkModules(art.image, art.geometry).wrong).toBeGreaterThan(100);
+    const oneRound = repairModules(art.image, art.geometry, { rounds: 1 });
+    expect(oneRound.after.wrong).toBe(0);
+    expect(oneRound.after.weak).toBeGreaterThan(50);
+    expect(repairModules(art.image, art.geometry, { rounds: 0 }).changedModules).toBe(0);
+  });
+});
+
 describe("ZBar's wide binarizer window", () => {
   /**
    * Light art with small dark dots for dark modules (a dot pattern's look: the code's mean is
