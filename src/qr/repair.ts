@@ -107,6 +107,18 @@ export interface RepairOptions {
    * data modules are left as the art drew them, chosen once, at the first check.
    */
   readonly spareShare?: number;
+  /**
+   * Side in px the code with its quiet zone spans in a far photo, the far read's model (default
+   * 140). Unlike captureSide it is not lifted for dense codes: a version-10 code there has about
+   * 2.3 px per module, where phones still read plain codes but not art whose modules are dots.
+   */
+  readonly farSide?: number;
+  /** Camera blur (Gaussian sigma) in far-photo pixels (default 1.0); 0 leaves the far read out. */
+  readonly farBlur?: number;
+  /** Side in modules of the far read's threshold window (default 15: ZXing's and ZBar's windows are 14-28 modules there). */
+  readonly farWindow?: number;
+  /** Luminance levels the far read must clear its threshold by (default 10). */
+  readonly farMargin?: number;
 }
 
 export const DEFAULT_REPAIR_OPTIONS = Object.freeze({
@@ -120,6 +132,10 @@ export const DEFAULT_REPAIR_OPTIONS = Object.freeze({
   captureSide: 220,
   captureBlur: 1.0,
   spareShare: 0,
+  farSide: 140,
+  farBlur: 1.0,
+  farWindow: 15,
+  farMargin: 10,
 });
 
 /** What the check found. Modules include the quiet-zone ring. */
@@ -187,6 +203,10 @@ function resolve(options: RepairOptions): Resolved {
   check(r.captureBlur >= 0, `captureBlur must be non-negative, got ${r.captureBlur}`);
   check(r.decodeSides.every((s) => s > 0), 'decodeSides must be positive');
   check(r.spareShare >= 0 && r.spareShare <= 1, `spareShare must be in [0, 1], got ${r.spareShare}`);
+  check(r.farSide > 0, `farSide must be positive, got ${r.farSide}`);
+  check(r.farBlur >= 0, `farBlur must be non-negative, got ${r.farBlur}`);
+  check(r.farWindow >= 1, `farWindow must be at least 1 module, got ${r.farWindow}`);
+  check(r.farMargin >= 0 && r.farMargin < 128, `farMargin must be in [0, 128), got ${r.farMargin}`);
   return r;
 }
 
@@ -238,6 +258,17 @@ function coreOf(m: number, stride: number, ratio: number, square: boolean, blur:
     inner: inner.length,
     solid: Uint8Array.from(all, (e) => e[3]!),
   };
+}
+
+/**
+ * The far read's blur in modules for a code `side` modules across (quiet zone included): each
+ * pixel of the far photo averages a square side / farSide modules wide (a box's sigma is its
+ * width over sqrt 12), then the camera blurs by farBlur of those pixels. About 0.45 modules for
+ * version 10 and 0.22 for version 2 at the default 140 px; 0 when farBlur is 0.
+ */
+export function farReadSigma(options: Pick<Resolved, 'farSide' | 'farBlur'>, side: number): number {
+  if (options.farBlur === 0) return 0;
+  return (Math.sqrt(1 / 12 + options.farBlur ** 2) * side) / options.farSide;
 }
 
 /** Gaussian weights (sum 1) within 2.5 sigma of a module's centre, as offsets from its top-left pixel. */
@@ -358,6 +389,10 @@ interface Pass {
   readonly goal: Float32Array;
   /** Threshold the area share is counted against (per module). */
   readonly split: Float32Array;
+  /** Luminance the far read must reach (per module; unused without the far read). */
+  readonly farGoal: Float32Array;
+  /** 1 where a module is weak by its far read alone: spare() does not count it (it picks the codewords the near checks fail). */
+  readonly farOnly: Uint8Array;
   /** The code's mean dark share. */
   meanShare: number;
   check: ModuleCheck;
@@ -377,6 +412,8 @@ class Checker {
   private readonly zbarWindows: readonly number[];
   /** The read value's kernel; absent when captureBlur is 0 (the core's mean is the read value). */
   private readonly kernel: Footprint | undefined;
+  /** The far read's kernel (farReadSigma); absent when farBlur is 0. */
+  private readonly farKernel: Footprint | undefined;
   /** Cores by kind (0 data disk, 1 pattern square, 2 quiet-zone square) and growth step. */
   private readonly cores: readonly [readonly Footprint[], readonly Footprint[], readonly Footprint[]];
   private readonly options: Resolved;
@@ -402,7 +439,10 @@ class Checker {
     const sigma = (options.captureBlur * (side * m)) / Math.max(options.captureSide, MIN_MODULE_PX * side);
     // The region reaches past the code by half the widest window and the blur's reach, past the
     // image's edge too (edge pixels repeated), so every read stays inside the buffer.
-    const reach = Math.ceil(Math.max(Math.max(...this.windows, ...this.zbarWindows) / 2, 2.5 * sigma + m));
+    const farSigma = farReadSigma(options, side) * m;
+    // (The far read's threshold window is cut to the region rather than widening it: the region's
+    // extent sets the finder's flat-dark limit, and the other reads stay as they were.)
+    const reach = Math.ceil(Math.max(Math.max(...this.windows, ...this.zbarWindows) / 2, 2.5 * Math.max(sigma, farSigma) + m));
     this.region = { x: x0 - reach, y: y0 - reach, width: side * m + 2 * reach, height: side * m + 2 * reach };
     const { width, height } = this.region;
     this.luma = new Float32Array(width * height);
@@ -410,6 +450,7 @@ class Checker {
     this.touched = new Uint8Array(width * height);
     readLuma(image, this.region, this.luma);
     this.kernel = sigma > 0 ? readKernel(m, width, sigma) : undefined;
+    this.farKernel = farSigma > 0 ? readKernel(m, width, farSigma) : undefined;
     const steps = (ratio: number, square: boolean) => {
       const list: Footprint[] = [];
       for (let r = ratio; ; r = Math.min(1, r + GROWTH)) {
@@ -448,7 +489,7 @@ class Checker {
     const { side } = this.grid;
     const cellOf = (i: number) => (Math.floor(i / size) + this.quiet) * side + (i % size) + this.quiet;
     const failing = new Int32Array(block.length);
-    for (const [i, cw] of codeword.entries()) if (cw >= 0 && pass.status[cellOf(i)] !== Status.Ok) failing[cw]!++;
+    for (const [i, cw] of codeword.entries()) if (cw >= 0 && pass.status[cellOf(i)] !== Status.Ok && !pass.farOnly[cellOf(i)]) failing[cw]!++;
     // Java ZXing fits its grid to the alignment pattern nearest the bottom-right corner, found by
     // a 1:1:1 search about 4 modules around where the finders put it (then 8, then 16): art left
     // there can pass for the pattern and skew the whole grid. ALIGNMENT_REACH covers the first
@@ -550,6 +591,14 @@ class Checker {
   private coreMean(i: number): number {
     const core = this.coresOf(i)[0]!;
     return this.sum(this.bases[i]!, core, core.inner) / core.inner;
+  }
+
+  /** What cell i's far read must reach: the mean of the farWindow box around it, less (plus) farMargin. */
+  private farGoalOf(i: number, isDark: boolean): number {
+    const { side, m, x0, y0 } = this.grid;
+    const r = Math.floor(i / side);
+    const mean = this.boxMean(x0 + (i - r * side) * m + m / 2 - this.region.x, y0 + r * m + m / 2 - this.region.y, this.options.farWindow * m);
+    return isDark ? mean - this.options.farMargin : mean + this.options.farMargin;
   }
 
   /** Share of cell i's pixels at or below `split`. */
@@ -655,7 +704,18 @@ class Checker {
       // flat region reads as its region does: not counted), or of OpenCV's mean share.
       const misread = isDark ? worst > lo + 1 || share <= meanShare : worst < hi - 1 || share >= meanShare;
       const short = isDark ? worst > goal + 0.5 || share < meanShare + areaGap : worst < goal - 0.5 || share > meanShare - areaGap;
-      let s: number = misread ? Status.Wrong : short ? Status.Weak : Status.Ok;
+      // The far read short of its goal (wrong side of its threshold included) is weak, not
+      // wrong: it is repaired whenever the module check or the verdict calls for a repair, but
+      // never calls for one itself nor for a stronger pass. Counting it wrong changed neither
+      // the referees' reads nor the SSIM over 150 bench images (docs/scan-repair.md).
+      let farShort = false;
+      if (this.farKernel) {
+        const goal = (pass.farGoal[i] = this.farGoalOf(i, isDark));
+        const far = this.sum(this.bases[i]!, this.farKernel);
+        farShort = isDark ? far > goal + 0.5 : far < goal - 0.5;
+      }
+      let s: number = misread ? Status.Wrong : short || farShort ? Status.Weak : Status.Ok;
+      pass.farOnly[i] = s === Status.Weak && !short ? 1 : 0;
       if (s !== Status.Ok && this.spared[i]) s = Status.Spared;
       pass.status[i] = s;
       if (s === Status.Spared) spared++;
@@ -749,6 +809,8 @@ class Checker {
     const isDark = this.grid.dark[i] === 1;
     const goal = pass.goal[i]!;
     const need = Math.max(0, isDark ? this.read(i) - goal : goal - this.read(i));
+    const far = this.farKernel && this.sum(base, this.farKernel);
+    const farNeed = far === undefined ? 0 : Math.max(0, isDark ? far - pass.farGoal[i]! : pass.farGoal[i]! - far);
     const shareGoal = isDark ? pass.meanShare + this.options.areaGap : pass.meanShare - this.options.areaGap;
     const cores = this.coresOf(i);
     // When no core meets both goals, the largest one, at the mildest level that meets the
@@ -761,7 +823,13 @@ class Checker {
       // The share does not depend on the level (the core ends past the split either way): the
       // cheaper test first.
       if (!last && !this.shareMet(i, core, weights, isDark, pass.split[i]!, shareGoal)) continue;
-      const l = need > 0 && this.kernel ? this.levelFor(base, core, weights, isDark, need, goal) : goal;
+      let l = need > 0 && this.kernel ? this.levelFor(base, core, weights, isDark, need, goal, this.kernel) : goal;
+      // The far read's goal too: the stronger of the two levels, and a larger core when this
+      // one cannot move the far read enough at any level.
+      if (l !== undefined && farNeed > 0 && this.farKernel) {
+        const farLevel = this.levelFor(base, core, weights, isDark, farNeed, goal, this.farKernel);
+        l = farLevel === undefined ? undefined : isDark ? Math.min(l, farLevel) : Math.max(l, farLevel);
+      }
       if (last) level = l;
       if (l === undefined) continue;
       chosen = core;
@@ -822,11 +890,11 @@ class Checker {
   }
 
   /**
-   * The mildest clamp level of `core` that moves the read value by `need`, but never milder than
+   * The mildest clamp level of `core` that moves `kernel`'s read value by `need`, but never milder than
    * `goal` (the core ends past the goal anyway); undefined when even 0 / 255 does not.
    */
-  private levelFor(base: number, core: Footprint, weights: Float32Array, isDark: boolean, need: number, goal: number): number | undefined {
-    const influence = this.influence(core);
+  private levelFor(base: number, core: Footprint, weights: Float32Array, isDark: boolean, need: number, goal: number, kernel: Footprint): number | undefined {
+    const influence = this.influence(core, kernel);
     const { luma } = this;
     const gainAt = (level: number) => {
       let g = 0;
@@ -851,17 +919,18 @@ class Checker {
     return strong;
   }
 
-  private readonly influences = new Map<Footprint, Float32Array>();
+  private readonly influences = new Map<Footprint, Map<Footprint, Float32Array>>();
 
-  /** The read kernel's weight at each pixel of a core (0 outside the kernel). */
-  private influence(core: Footprint): Float32Array {
-    let out = this.influences.get(core);
+  /** A read kernel's weight at each pixel of a core (0 outside the kernel). */
+  private influence(core: Footprint, kernel: Footprint): Float32Array {
+    let byCore = this.influences.get(kernel);
+    if (!byCore) this.influences.set(kernel, (byCore = new Map()));
+    let out = byCore.get(core);
     if (out) return out;
     const byOffset = new Map<number, number>();
-    const kernel = this.kernel!;
     for (let k = 0; k < kernel.offsets.length; k++) byOffset.set(kernel.offsets[k]!, kernel.weights[k]!);
     out = Float32Array.from(core.offsets, (o) => byOffset.get(o) ?? 0);
-    this.influences.set(core, out);
+    byCore.set(core, out);
     return out;
   }
 
@@ -928,6 +997,8 @@ function newPass(cells: number): Pass {
     status: new Uint8Array(cells),
     goal: new Float32Array(cells),
     split: new Float32Array(cells),
+    farGoal: new Float32Array(cells),
+    farOnly: new Uint8Array(cells),
     meanShare: 0,
     check: { modules: cells, wrong: 0, weak: 0, wrongFunction: 0, wrongDataShare: 0, spared: 0 },
   };
@@ -969,9 +1040,9 @@ export function repairModules(image: RawImage, geometry: QrGeometry, options: Re
   const changedMask = new Uint8Array(cells);
   const before = firstCheck(checker, pass, resolved.spareShare);
   let changedModules = 0;
-  // After `rounds` rounds, as many again for wrong modules alone: repairs of weak ones move their
-  // neighbours' thresholds, and a pass that ends on a wrong module is followed by a stronger
-  // one, at a cost to the art.
+  // After `rounds` rounds, as many again for wrong modules alone: repairs of weak ones (the far
+  // read's above all) move their neighbours' thresholds, and a pass that ends on a wrong module
+  // is followed by a stronger one, at a cost to the art.
   for (let round = 0; round < 2 * resolved.rounds; round++) {
     const settling = round >= resolved.rounds;
     if (pass.check.wrong + (settling ? 0 : pass.check.weak) === 0) break;

@@ -5,6 +5,7 @@
  * after simulated phone captures drawn from the capture family with seeds the check never uses
  * (held out). Seeded, so every run sees the same images.
  */
+import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { rawImage, type RawImage } from '../../src/image/raw.ts';
 import { toLuma } from '../../src/image/luma.ts';
@@ -14,7 +15,7 @@ import { alignmentCentres, ModuleRole } from '../../src/qr/encode.ts';
 import { familyParams, simulateCapture } from '../../src/qr/capture-family.ts';
 import { ensureScannable, needsRepair, readByAllEverywhere, SPARE_SHARE, sparedPassHolds, type QrGeometry } from '../../src/qr/guarantee.ts';
 import { CHECK_SEED, COUNT, MIN_READ } from '../../src/qr/robustness.ts';
-import { checkModules, repairModules, shiftLuminance } from '../../src/qr/repair.ts';
+import { checkModules, DEFAULT_REPAIR_OPTIONS, farReadSigma, repairModules, shiftLuminance } from '../../src/qr/repair.ts';
 import { scanCheck } from '../../src/qr/scan.ts';
 import { zxingDecode } from '../../src/qr/decoders.ts';
 import { mulberry32 } from '../../src/util/mulberry32.ts';
@@ -353,6 +354,112 @@ describe("ZBar's wide binarizer window", () => {
     expect(await zbarReads(repaired.image, grey.geometry, 40)).toBe(40);
     // The same rings drawn light are right as they are.
     expect(checkModules(dotsWithGreyAlignmentRings(240).image, grey.geometry).wrongFunction).toBe(0);
+  });
+});
+
+describe('the far read', () => {
+  const LONG = `${CONTENT}?utm_source=far&utm_medium=print&utm_campaign=posters-2026&ref=abcdefghijklmnopqrstuvwxyz0123456789`;
+
+  /** Light art (230) with the d2 pattern's small dots for dark data modules, painted `dot`; function patterns black. */
+  function greyDots(dot: number): Fixture & { plain: RawImage } {
+    const size = 720;
+    const canvas = { width: size, height: size };
+    const control = renderControlImage({ content: LONG, pattern: 'd2', canvas, placement: placementFor(canvas, 0.8), background: 'white' });
+    const { matrix, layout } = control;
+    const m = layout.moduleSize;
+    const data = new Uint8Array(size * size * 3).fill(230);
+    for (let i = 0; i < matrix.size * matrix.size; i++) {
+      if (!matrix.dark[i]) continue;
+      const x0 = layout.codeX + (i % matrix.size) * m;
+      const y0 = layout.codeY + Math.floor(i / matrix.size) * m;
+      for (let y = 0; y < m; y++) {
+        for (let x = 0; x < m; x++) {
+          const inDot = Math.hypot(x + 0.5 - m / 2, y + 0.5 - m / 2) <= 0.31 * m;
+          const v = matrix.role[i] !== ModuleRole.Data ? 0 : inDot ? dot : 230;
+          data.fill(v, ((y0 + y) * size + x0 + x) * 3, ((y0 + y) * size + x0 + x) * 3 + 3);
+        }
+      }
+    }
+    return { image: rawImage(data, size, size, 3), geometry: { matrix, layout, control: control.image }, codeSide: layout.codePixels, plain: control.image };
+  }
+
+  /**
+   * How many of 12 far photos ZBar reads: the whole image scaled so a module spans 2.2 to 3.3 px
+   * (below the capture family's 5), turned a few degrees, blurred, contrast 0.8, JPEG 75. Written
+   * with sharp, apart from the family and from the check's model.
+   */
+  async function farReads(image: RawImage, geometry: QrGeometry): Promise<number> {
+    const { placement, moduleSize } = geometry.layout;
+    const random = mulberry32(4242);
+    let reads = 0;
+    for (let k = 0; k < 12; k++) {
+      const width = Math.round((image.width * (2.2 + 0.1 * k)) / moduleSize);
+      expect(width / image.width).toBeLessThan(5 / moduleSize);
+      const turned = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: image.channels as 1 | 3 } })
+        .resize(width, width)
+        .rotate((random() * 2 - 1) * 6, { background: '#808080' })
+        .png()
+        .toBuffer();
+      const photo = await sharp(turned).blur(0.6 + 0.4 * random()).greyscale().linear(0.8, 0.2 * 128).jpeg({ quality: 75 }).toBuffer();
+      const { data, info } = await sharp(photo).extractChannel(0).raw().toBuffer({ resolveWithObject: true });
+      const texts = await zbarDecode(rawImage(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), info.width, info.height, 1));
+      if (texts.length > 0 && texts.every((t) => t === LONG)) reads++;
+      expect(placement.side / moduleSize).toBeGreaterThan(60);
+    }
+    return reads;
+  }
+
+  it('leaves the choice of codewords spared to error correction to the near checks', () => {
+    // Grey square modules (120 on 230) read right up close but short from far where a dark module
+    // stands among light ones; in the first block, codewords up to half what it corrects have 3
+    // modules painted the other colour.
+    const size = 720;
+    const canvas = { width: size, height: size };
+    const control = renderControlImage({ content: LONG, pattern: 's1', canvas, placement: placementFor(canvas, 0.8), background: 'white' });
+    const { matrix, layout } = control;
+    const m = layout.moduleSize;
+    const data = new Uint8Array(size * size * 3);
+    for (let i = 0; i < size * size; i++) data.fill(control.image.data[i]! < 128 ? 120 : 230, i * 3, i * 3 + 3);
+    const { codeword, block, correctable } = codewordMap(matrix);
+    for (const cw of [...block.keys()].filter((k) => block[k] === 0).slice(5, 5 + Math.floor(0.5 * correctable))) {
+      for (const i of [...codeword.keys()].filter((j) => codeword[j] === cw).slice(0, 3)) {
+        const x0 = layout.codeX + (i % matrix.size) * m;
+        const y0 = layout.codeY + Math.floor(i / matrix.size) * m;
+        for (let y = y0; y < y0 + m; y++) data.fill(matrix.dark[i] ? 230 : 0, (y * size + x0) * 3, (y * size + x0 + m) * 3);
+      }
+    }
+    const image = rawImage(data, size, size, 3);
+    const geometry = { matrix, layout, control: control.image };
+    const nearOnly = repairModules(image, geometry, { spareShare: 0.5, farBlur: 0 });
+    const withFar = repairModules(image, geometry, { spareShare: 0.5 });
+    expect(checkModules(image, geometry).weak).toBeGreaterThan(10 * checkModules(image, geometry, { farBlur: 0 }).weak);
+    expect(nearOnly.after.spared).toBeGreaterThan(0);
+    // The same codewords are spared (their far-short modules count as spared too); counted with
+    // the far read, the codewords richest in far-short modules were spared instead: 200 modules.
+    expect(withFar.after.spared).toBeLessThan(2 * nearOnly.after.spared);
+    expect(withFar.after.wrong).toBe(0);
+  });
+
+  it('blurs a dense code by about half a module and a sparse one by a fifth, at the far side', () => {
+    expect(farReadSigma(DEFAULT_REPAIR_OPTIONS, 65)).toBeCloseTo(0.48, 2);
+    expect(farReadSigma(DEFAULT_REPAIR_OPTIONS, 29)).toBeCloseTo(0.22, 2);
+    expect(farReadSigma({ ...DEFAULT_REPAIR_OPTIONS, farBlur: 0 }, 65)).toBe(0);
+  });
+
+  it('darkens dots that read dark up close but grey from far, until ZBar reads far photos nearly as often as of the plain code', async () => {
+    // Grey dots read dark against ZXing's windows at the family's 5 px per module and more, so
+    // the near model alone leaves them grey; a photo at 2-3 px per module averages each dot with
+    // the light around it. Phones still read the plain control image there.
+    const art = greyDots(140);
+    const plain = await farReads(art.plain, art.geometry);
+    expect(plain).toBeGreaterThanOrEqual(10);
+    expect(await farReads(art.image, art.geometry)).toBeLessThan(plain);
+    const nearOnly = repairModules(art.image, art.geometry, { farBlur: 0 });
+    const withFar = repairModules(art.image, art.geometry);
+    expect(withFar.after.wrong).toBe(0);
+    const [nearReads, farRepairedReads] = [await farReads(nearOnly.image, art.geometry), await farReads(withFar.image, art.geometry)];
+    expect(nearReads).toBeLessThan(plain - 1);
+    expect(farRepairedReads).toBeGreaterThanOrEqual(Math.max(plain - 1, nearReads + 2));
   });
 });
 
