@@ -593,14 +593,6 @@ class Checker {
     return this.sum(this.bases[i]!, core, core.inner) / core.inner;
   }
 
-  /** What cell i's far read must reach: the mean of the farWindow box around it, less (plus) farMargin. */
-  private farGoalOf(i: number, isDark: boolean): number {
-    const { side, m, x0, y0 } = this.grid;
-    const r = Math.floor(i / side);
-    const mean = this.boxMean(x0 + (i - r * side) * m + m / 2 - this.region.x, y0 + r * m + m / 2 - this.region.y, this.options.farWindow * m);
-    return isDark ? mean - this.options.farMargin : mean + this.options.farMargin;
-  }
-
   /** Share of cell i's pixels at or below `split`. */
   private darkShare(i: number, split: number): number {
     const { m } = this.grid;
@@ -657,6 +649,11 @@ class Checker {
         if (v > hi) hi = v;
       }
       if ((role[i] === ModuleRole.Finder || role[i] === ModuleRole.Alignment) && dark[i] === 1) lo = Math.min(lo, finderDark);
+      // The far read's goal: the mean of the farWindow box, less (plus) farMargin.
+      if (this.farKernel) {
+        const far = this.boxMean(cx, cy, this.options.farWindow * m);
+        pass.farGoal[i] = dark[i] === 1 ? far - this.options.farMargin : far + this.options.farMargin;
+      }
       lows[i] = lo;
       highs[i] = hi;
       shares[i] = this.darkShare(i, pass.split[i]!);
@@ -710,9 +707,8 @@ class Checker {
       // the referees' reads nor the SSIM over 150 bench images (docs/scan-repair.md).
       let farShort = false;
       if (this.farKernel) {
-        const goal = (pass.farGoal[i] = this.farGoalOf(i, isDark));
         const far = this.sum(this.bases[i]!, this.farKernel);
-        farShort = isDark ? far > goal + 0.5 : far < goal - 0.5;
+        farShort = isDark ? far > pass.farGoal[i]! + 0.5 : far < pass.farGoal[i]! - 0.5;
       }
       let s: number = misread ? Status.Wrong : short || farShort ? Status.Weak : Status.Ok;
       pass.farOnly[i] = s === Status.Weak && !short ? 1 : 0;
