@@ -99,6 +99,36 @@ function paintModule(fixture: Fixture, r: number, c: number, rgb: readonly numbe
   for (let y = codeY + r * m; y < codeY + (r + 1) * m; y++) for (let x = codeX + c * m; x < codeX + (c + 1) * m; x++) fixture.image.data.set(rgb, (y * width + x) * 3);
 }
 
+/** The grey level of the pixel at (dx, dy) inside module i (side m); undefined keeps the canvas's fill. */
+type Shade = (i: number, dx: number, dy: number, m: number) => number | undefined;
+
+/**
+ * A code drawn as grey art on a `fill` canvas (3 channels, code at 0.8 of the side), each module
+ * pixel by the shade made for the code's matrix. Returns the control image it was laid out by too.
+ */
+function shadedCode(content: string, pattern: QrCodePattern, size: number, fill: number, shadeFor: (matrix: QrGeometry['matrix']) => Shade): { image: RawImage; control: ReturnType<typeof renderControlImage> } {
+  const canvas = { width: size, height: size };
+  const control = renderControlImage({ content, pattern, canvas, placement: placementFor(canvas, 0.8), background: 'white' });
+  const { matrix, layout } = control;
+  const m = layout.moduleSize;
+  const shade = shadeFor(matrix);
+  const data = new Uint8Array(size * size * 3).fill(fill);
+  for (let i = 0; i < matrix.size * matrix.size; i++) {
+    const x0 = layout.codeX + (i % matrix.size) * m;
+    const y0 = layout.codeY + Math.floor(i / matrix.size) * m;
+    for (let dy = 0; dy < m; dy++) {
+      for (let dx = 0; dx < m; dx++) {
+        const v = shade(i, dx, dy, m);
+        if (v !== undefined) data.fill(v, ((y0 + dy) * size + x0 + dx) * 3, ((y0 + dy) * size + x0 + dx) * 3 + 3);
+      }
+    }
+  }
+  return { image: rawImage(data, size, size, 3), control };
+}
+
+/** Whether (dx, dy) of a module of side m lies within `radius` (a share of the side) of its centre. */
+const inDot = (dx: number, dy: number, m: number, radius: number) => Math.hypot(dx + 0.5 - m / 2, dy + 0.5 - m / 2) <= radius * m;
+
 const exactly = (texts: readonly string[]) => texts.length > 0 && texts.every((t) => t === CONTENT);
 
 /** One held-out capture from the family (seed offset so it is never the check's). */
@@ -282,26 +312,12 @@ describe("ZBar's wide binarizer window", () => {
    * light), every alignment pattern's light ring painted `ring`.
    */
   function dotsWithGreyAlignmentRings(ring: number): Fixture {
-    const size = 640;
-    const canvas = { width: size, height: size };
-    const control = renderControlImage({ content: CONTENT, pattern: 's1', canvas, placement: placementFor(canvas, 0.8), background: 'white' });
-    const { matrix, layout } = control;
-    const m = layout.moduleSize;
-    const data = new Uint8Array(size * size * 3).fill(240);
-    const paint = (x: number, y: number, v: number) => data.fill(v, (y * size + x) * 3, (y * size + x) * 3 + 3);
-    for (let i = 0; i < matrix.size * matrix.size; i++) {
+    const { image, control } = shadedCode(CONTENT, 's1', 640, 240, (matrix) => (i, dx, dy, m) => {
       const role = matrix.role[i]!;
-      const x0 = layout.codeX + (i % matrix.size) * m;
-      const y0 = layout.codeY + Math.floor(i / matrix.size) * m;
-      for (let y = 0; y < m; y++) {
-        for (let x = 0; x < m; x++) {
-          const inDot = Math.hypot(x + 0.5 - m / 2, y + 0.5 - m / 2) <= 0.25 * m;
-          if (matrix.dark[i] && (role !== ModuleRole.Data || inDot)) paint(x0 + x, y0 + y, 0);
-          else if (!matrix.dark[i] && role === ModuleRole.Alignment) paint(x0 + x, y0 + y, ring);
-        }
-      }
-    }
-    return { image: rawImage(data, size, size, 3), geometry: { matrix, layout }, codeSide: layout.codePixels };
+      if (matrix.dark[i] && (role !== ModuleRole.Data || inDot(dx, dy, m, 0.25))) return 0;
+      return !matrix.dark[i] && role === ModuleRole.Alignment ? ring : undefined;
+    });
+    return { image, geometry: { matrix: control.matrix, layout: control.layout }, codeSide: control.layout.codePixels };
   }
 
   /** Read value at each alignment light-ring module's centre, and the mean of the box `modules` wide around it. */
@@ -362,25 +378,12 @@ describe('the far read', () => {
 
   /** Light art (230) with the d2 pattern's small dots for dark data modules, painted `dot`; function patterns black. */
   function greyDots(dot: number): Fixture & { plain: RawImage } {
-    const size = 720;
-    const canvas = { width: size, height: size };
-    const control = renderControlImage({ content: LONG, pattern: 'd2', canvas, placement: placementFor(canvas, 0.8), background: 'white' });
+    const { image, control } = shadedCode(LONG, 'd2', 720, 230, (matrix) => (i, dx, dy, m) => {
+      if (!matrix.dark[i]) return undefined;
+      return matrix.role[i] !== ModuleRole.Data ? 0 : inDot(dx, dy, m, 0.31) ? dot : undefined;
+    });
     const { matrix, layout } = control;
-    const m = layout.moduleSize;
-    const data = new Uint8Array(size * size * 3).fill(230);
-    for (let i = 0; i < matrix.size * matrix.size; i++) {
-      if (!matrix.dark[i]) continue;
-      const x0 = layout.codeX + (i % matrix.size) * m;
-      const y0 = layout.codeY + Math.floor(i / matrix.size) * m;
-      for (let y = 0; y < m; y++) {
-        for (let x = 0; x < m; x++) {
-          const inDot = Math.hypot(x + 0.5 - m / 2, y + 0.5 - m / 2) <= 0.31 * m;
-          const v = matrix.role[i] !== ModuleRole.Data ? 0 : inDot ? dot : 230;
-          data.fill(v, ((y0 + y) * size + x0 + x) * 3, ((y0 + y) * size + x0 + x) * 3 + 3);
-        }
-      }
-    }
-    return { image: rawImage(data, size, size, 3), geometry: { matrix, layout, control: control.image }, codeSide: layout.codePixels, plain: control.image };
+    return { image, geometry: { matrix, layout, control: control.image }, codeSide: layout.codePixels, plain: control.image };
   }
 
   /**
@@ -390,6 +393,7 @@ describe('the far read', () => {
    */
   async function farReads(image: RawImage, geometry: QrGeometry): Promise<number> {
     const { placement, moduleSize } = geometry.layout;
+    expect(placement.side / moduleSize).toBeGreaterThan(60);
     const random = mulberry32(4242);
     let reads = 0;
     for (let k = 0; k < 12; k++) {
@@ -404,7 +408,6 @@ describe('the far read', () => {
       const { data, info } = await sharp(photo).extractChannel(0).raw().toBuffer({ resolveWithObject: true });
       const texts = await zbarDecode(rawImage(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), info.width, info.height, 1));
       if (texts.length > 0 && texts.every((t) => t === LONG)) reads++;
-      expect(placement.side / moduleSize).toBeGreaterThan(60);
     }
     return reads;
   }
@@ -413,23 +416,15 @@ describe('the far read', () => {
     // Grey square modules (120 on 230) read right up close but short from far where a dark module
     // stands among light ones; in the first block, codewords up to half what it corrects have 3
     // modules painted the other colour.
-    const size = 720;
-    const canvas = { width: size, height: size };
-    const control = renderControlImage({ content: LONG, pattern: 's1', canvas, placement: placementFor(canvas, 0.8), background: 'white' });
-    const { matrix, layout } = control;
-    const m = layout.moduleSize;
-    const data = new Uint8Array(size * size * 3);
-    for (let i = 0; i < size * size; i++) data.fill(control.image.data[i]! < 128 ? 120 : 230, i * 3, i * 3 + 3);
-    const { codeword, block, correctable } = codewordMap(matrix);
-    for (const cw of [...block.keys()].filter((k) => block[k] === 0).slice(5, 5 + Math.floor(0.5 * correctable))) {
-      for (const i of [...codeword.keys()].filter((j) => codeword[j] === cw).slice(0, 3)) {
-        const x0 = layout.codeX + (i % matrix.size) * m;
-        const y0 = layout.codeY + Math.floor(i / matrix.size) * m;
-        for (let y = y0; y < y0 + m; y++) data.fill(matrix.dark[i] ? 230 : 0, (y * size + x0) * 3, (y * size + x0 + m) * 3);
+    const { image, control } = shadedCode(LONG, 's1', 720, 230, (matrix) => {
+      const { codeword, block, correctable } = codewordMap(matrix);
+      const painted = new Set<number>();
+      for (const cw of [...block.keys()].filter((k) => block[k] === 0).slice(5, 5 + Math.floor(0.5 * correctable))) {
+        for (const i of [...codeword.keys()].filter((j) => codeword[j] === cw).slice(0, 3)) painted.add(i);
       }
-    }
-    const image = rawImage(data, size, size, 3);
-    const geometry = { matrix, layout, control: control.image };
+      return (i) => (painted.has(i) ? (matrix.dark[i] ? 230 : 0) : matrix.dark[i] ? 120 : undefined);
+    });
+    const geometry = { matrix: control.matrix, layout: control.layout, control: control.image };
     const nearOnly = repairModules(image, geometry, { spareShare: 0.5, farBlur: 0 });
     const withFar = repairModules(image, geometry, { spareShare: 0.5 });
     expect(checkModules(image, geometry).weak).toBeGreaterThan(10 * checkModules(image, geometry, { farBlur: 0 }).weak);
