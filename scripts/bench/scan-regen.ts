@@ -17,7 +17,7 @@ import { regenerateCode } from '../../src/pipeline/code-regen.ts';
 import { generate, type Txt2ImgRequest } from '../../src/pipeline/txt2img.ts';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
 import { ensureScannable, passOptions, type GuaranteeResult, type QrGeometry } from '../../src/qr/guarantee.ts';
-import { repairModules } from '../../src/qr/repair.ts';
+import { repairModules } from '../../src/qr/repair/index.ts';
 import { repairRegionMask } from '../../src/qr/repair-mask.ts';
 import { mulberry32 } from '../../src/util/mulberry32.ts';
 import { QR_CODE_PATTERNS } from '../../src/workflows/catalogue.ts';

@@ -8,9 +8,9 @@ import { rawImage, type RawImage } from './raw.ts';
 export type LumaImage = RawImage & { readonly channels: 1 };
 
 // BT.601 weights in 10-bit fixed point (the ones ZXing uses): grey R=G=B maps to itself.
-const WR = 306;
-const WG = 601;
-const WB = 117;
+export const WR = 306;
+export const WG = 601;
+export const WB = 117;
 
 /**
  * Luminance of any RawImage. 1-channel input is returned as is (no copy). RGBA is composited

@@ -2,7 +2,7 @@
  * Which codeword, and which Reed-Solomon block, each data module of a symbol carries (ISO 18004
  * 7.5-7.7). A decoder corrects up to half a block's EC codewords per block, whatever is wrong
  * inside them: a codeword with one bad module and one with eight cost the same. The repair leans
- * on that to leave a few codewords of the art alone (repair.ts), and locate.ts counts how many
+ * on that to leave a few codewords of the art alone (repair/), and locate.ts counts how many
  * codewords two matrices differ in.
  */
 import { getBlocksCount, getTotalCodewordsCount } from 'qrcode/lib/core/error-correction-code.js';

@@ -2,14 +2,14 @@
  * "Scannable by construction": the last step of a QR job. Each output image gets the family
  * verdict (robustness.ts: the scan check, then a dozen simulated phone captures decoded by ZXing
  * and ZBar); one that fails (or every one, at the `always` level) gets its misread modules
- * repaired (repair.ts) and is judged again, with a stronger repair each pass, until the verdict
+ * repaired (repair/) and is judged again, with a stronger repair each pass, until the verdict
  * holds and no module is misread, or the pass bound is reached. What comes back is the image to
  * deliver, the verdict on *that* image (isScanables) and its robustness: the share of the
  * family's captures read.
  *
  * What "fails" means at `on_failure` (needsRepair): the family verdict is false, or it holds
  * without margin (some capture was not read by every family: ZXing, ZBar and Java ZXing), or the module check
- * (repair.ts) finds a module a decoder would misread. ZBar in the verdict is what makes the verdict
+ * (repair/) finds a module a decoder would misread. ZBar in the verdict is what makes the verdict
  * itself the trigger: it does not read the soft, low-contrast art that ZXing and jsQR read, so an
  * image it reads in every capture is one ZBar reads in held-out captures too (docs/scan-repair.md). An image
  * that passes is delivered untouched.
@@ -22,11 +22,11 @@
 import type { RawImage } from '../image/raw.ts';
 import { isQrRepairMode, QR_REPAIR_MODES, type QrRepairMode } from '../workflows/catalogue.ts';
 import { CAPTURE_FAMILY, type Square } from './capture-family.ts';
-import { checkModules, DEFAULT_REPAIR_OPTIONS, repairModules, type ModuleCheck, type QrGeometry, type RepairOptions } from './repair.ts';
+import { checkModules, DEFAULT_REPAIR_OPTIONS, repairModules, type ModuleCheck, type QrGeometry, type RepairOptions } from './repair/index.ts';
 import { captureRobustness, familyVerdict, type FamilyVerdict, type Robustness } from './robustness.ts';
 import type { ScanVerdict } from './scan.ts';
 
-export type { QrGeometry } from './repair.ts';
+export type { QrGeometry } from './repair/index.ts';
 
 /** The request's qrRepair levels (the workflow catalogue lists them, with each workflow's default). */
 export type RepairMode = QrRepairMode;
@@ -71,7 +71,7 @@ export const DEFAULT_MAX_PASSES = 4;
 
 /**
  * Share of each Reed-Solomon block's correctable codewords the first repair pass at `on_failure`
- * leaves as the art drew them (repair.ts, `spareShare`): the decoders correct them, with half of
+ * leaves as the art drew them (repair/, `spareShare`): the decoders correct them, with half of
  * what EC corrects still free for what a capture gets wrong. Sparing all of it took more second
  * passes and kept less (docs/scan-repair.md).
  */

@@ -3,7 +3,7 @@
  * grown by a ring of whole modules so the model has room to draw each module's shape, with the
  * edge feathered over a fraction of a module so no seam shows. In the image's pixels, 0..1.
  */
-import type { QrGeometry } from './repair.ts';
+import type { QrGeometry } from './repair/index.ts';
 
 export interface RepairMaskOptions {
   /** Modules around each changed module that are redrawn too (default 1). */

@@ -11,7 +11,7 @@ import { toLuma } from '../../src/image/luma.ts';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
 import { flatDarkLimit, HALF_BLOCK_PHASES, HARSH_EXPOSURE, hybridThresholdMaps, hybridThresholds, type BoxMeans } from '../../src/qr/hybrid-threshold.ts';
 import { ModuleRole } from '../../src/qr/encode.ts';
-import { checkModules, repairModules } from '../../src/qr/repair.ts';
+import { checkModules, repairModules } from '../../src/qr/repair/index.ts';
 import { mulberry32 } from '../../src/util/mulberry32.ts';
 
 const { BinaryBitmap, HybridBinarizer, QRCodeReader, RGBLuminanceSource } = zxing;

@@ -13,7 +13,7 @@ import { rawImage, type RawImage } from '../../src/image/raw.ts';
 import { ModuleRole } from '../../src/qr/encode.ts';
 import { ensureScannable, type QrGeometry } from '../../src/qr/guarantee.ts';
 import { locateQr } from '../../src/qr/locate.ts';
-import { checkModules } from '../../src/qr/repair.ts';
+import { checkModules } from '../../src/qr/repair/index.ts';
 import { scanCheck } from '../../src/qr/scan.ts';
 import { mulberry32 } from '../../src/util/mulberry32.ts';
 import { clientControlImage, type JobControlImage } from '../../src/worker/control-image-runner.ts';

@@ -15,7 +15,7 @@ import { alignmentCentres, ModuleRole } from '../../src/qr/encode.ts';
 import { familyParams, simulateCapture } from '../../src/qr/capture-family.ts';
 import { ensureScannable, needsRepair, readByAllEverywhere, SPARE_SHARE, sparedPassHolds, type QrGeometry } from '../../src/qr/guarantee.ts';
 import { CHECK_SEED, COUNT, MIN_READ } from '../../src/qr/robustness.ts';
-import { checkModules, DEFAULT_REPAIR_OPTIONS, farReadSigma, repairModules, shiftLuminance } from '../../src/qr/repair.ts';
+import { checkModules, DEFAULT_REPAIR_OPTIONS, farReadSigma, repairModules, shiftLuminance } from '../../src/qr/repair/index.ts';
 import { scanCheck } from '../../src/qr/scan.ts';
 import { zxingDecode } from '../../src/qr/decoders.ts';
 import { mulberry32 } from '../../src/util/mulberry32.ts';
