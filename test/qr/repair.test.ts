@@ -386,25 +386,28 @@ describe('the far read', () => {
     return { image, geometry: { matrix, layout, control: control.image }, codeSide: layout.codePixels, plain: control.image };
   }
 
+  /** Far photos: how many, px per module of the first and the step to the next, contrast, JPEG quality. */
+  const FAR_SHOTS = { photos: 12, from: 2.2, step: 0.1, contrast: 0.8, quality: 75 };
+
   /**
-   * How many of 12 far photos ZBar reads: the whole image scaled so a module spans 2.2 to 3.3 px
-   * (below the capture family's 5), turned a few degrees, blurred, contrast 0.8, JPEG 75. Written
-   * with sharp, apart from the family and from the check's model.
+   * How many far photos ZBar reads: the whole image scaled so a module spans 2.2 to 3.3 px (by
+   * default; below the capture family's 5), turned a few degrees, blurred, contrast 0.8, JPEG 75.
+   * Written with sharp, apart from the family and from the check's model.
    */
-  async function farReads(image: RawImage, geometry: QrGeometry): Promise<number> {
+  async function farReads(image: RawImage, geometry: QrGeometry, shots = FAR_SHOTS): Promise<number> {
     const { placement, moduleSize } = geometry.layout;
     expect(placement.side / moduleSize).toBeGreaterThan(60);
     const random = mulberry32(4242);
     let reads = 0;
-    for (let k = 0; k < 12; k++) {
-      const width = Math.round((image.width * (2.2 + 0.1 * k)) / moduleSize);
+    for (let k = 0; k < shots.photos; k++) {
+      const width = Math.round((image.width * (shots.from + shots.step * k)) / moduleSize);
       expect(width / image.width).toBeLessThan(5 / moduleSize);
       const turned = await sharp(image.data, { raw: { width: image.width, height: image.height, channels: image.channels as 1 | 3 } })
         .resize(width, width)
         .rotate((random() * 2 - 1) * 6, { background: '#808080' })
         .png()
         .toBuffer();
-      const photo = await sharp(turned).blur(0.6 + 0.4 * random()).greyscale().linear(0.8, 0.2 * 128).jpeg({ quality: 75 }).toBuffer();
+      const photo = await sharp(turned).blur(0.6 + 0.4 * random()).greyscale().linear(shots.contrast, (1 - shots.contrast) * 128).jpeg({ quality: shots.quality }).toBuffer();
       const { data, info } = await sharp(photo).extractChannel(0).raw().toBuffer({ resolveWithObject: true });
       const texts = await zbarDecode(rawImage(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), info.width, info.height, 1));
       if (texts.length > 0 && texts.every((t) => t === LONG)) reads++;
@@ -433,6 +436,24 @@ describe('the far read', () => {
     // the far read, the codewords richest in far-short modules were spared instead: 200 modules.
     expect(withFar.after.spared).toBeLessThan(2 * nearOnly.after.spared);
     expect(withFar.after.wrong).toBe(0);
+  });
+
+  it('holds the far read 20 levels clear of its threshold where a plain code clears it by twice that', async () => {
+    // 24 far photos from 2.0 px per module: ZBar reads the plain control image in 18. With the
+    // far read's margin at 10 levels, JPEG and the contrast loss leave the darkened dots too
+    // close to their threshold (17 reads); at 20, 21.
+    const art = greyDots(170);
+    const shots = { ...FAR_SHOTS, photos: 24, from: 2.0, step: 0.05 };
+    const narrow = await farReads(repairModules(art.image, art.geometry, { farMargin: 10 }).image, art.geometry, shots);
+    const kept = await farReads(repairModules(art.image, art.geometry).image, art.geometry, shots);
+    expect(kept).toBeGreaterThanOrEqual(narrow + 3);
+    expect(kept).toBeGreaterThanOrEqual(await farReads(art.plain, art.geometry, shots));
+  });
+
+  it('asks no module to clear its far threshold by more than half of what a plain code clears it by there', () => {
+    // Navy on cream: about 0.8 of black on white's contrast.
+    const clean = cleanCode();
+    expect(checkModules(clean.image, clean.geometry, { farMargin: 60 })).toMatchObject({ wrong: 0, weak: 0 });
   });
 
   it('blurs a dense code by about half a module and a sparse one by a fifth, at the far side', () => {

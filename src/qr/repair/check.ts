@@ -109,10 +109,13 @@ export class ModuleChecker {
         if (v > hi) hi = v;
       }
       if ((role[i] === ModuleRole.Finder || role[i] === ModuleRole.Alignment) && dark[i] === 1) lo = Math.min(lo, finderDark);
-      // The far read's goal: the mean of the farWindow box, less (plus) farMargin.
-      if (frame.farKernel) {
+      // The far read's goal: the mean of the farWindow box, less (plus) farMargin, but never
+      // more than half what the code drawn plain clears there (a plain code printed at half
+      // contrast still passes).
+      if (frame.farClearance) {
         const far = plane.boxMean(cx, cy, farWindow * m);
-        pass.farGoal[i] = dark[i] === 1 ? far - farMargin : far + farMargin;
+        const clear = Math.min(farMargin, Math.max(0, frame.farClearance[i]! / 2));
+        pass.farGoal[i] = dark[i] === 1 ? far - clear : far + clear;
       }
       lows[i] = lo;
       highs[i] = hi;

@@ -3,7 +3,7 @@
  * it, the windows a decoder thresholds against, the read kernels (near and far photo) and the
  * cores a repair may change, and each module's read values.
  */
-import type { RawImage } from '../../image/raw.ts';
+import { rawImage, type RawImage } from '../../image/raw.ts';
 import { MIN_MODULE_PX } from '../capture-family.ts';
 import { ModuleRole } from '../encode.ts';
 import { coreSteps, farReadSigma, readKernel, type Footprint } from './footprint.ts';
@@ -25,6 +25,11 @@ export class RepairFrame {
   readonly kernel: Footprint | undefined;
   /** The far read's kernel (farReadSigma); absent when farBlur is 0. */
   readonly farKernel: Footprint | undefined;
+  /**
+   * Per cell: how far the far read of the code drawn plain (black on white) clears its threshold
+   * (plainFarClearance); absent without the far read.
+   */
+  readonly farClearance: Float32Array | undefined;
   /** Plane offset of each cell's top-left pixel. */
   readonly bases: Int32Array;
   /** Per cell and module pixel: how much the pattern draws that pixel in the cell's colour (0..1); absent without control. */
@@ -61,6 +66,33 @@ export class RepairFrame {
       this.bases[i] = (y0 + r * m - region.y) * width + (x0 + (i - r * side) * m - region.x);
     }
     this.shape = geometry.control ? shapeOf(geometry.control, grid) : undefined;
+    this.farClearance = this.farKernel && this.plainFarClearance(image, this.farKernel);
+  }
+
+  /**
+   * The far read's clearance, per cell, of the same code drawn plain: black modules on white,
+   * white around. Some modules of a plain code clear it by only a little (a lone module among the
+   * other colour blurs toward them), and art is not asked for more than a plain code gives.
+   */
+  private plainFarClearance(image: RawImage, farKernel: Footprint): Float32Array {
+    const { side, m, x0, y0, dark } = this.grid;
+    const plain = new Uint8Array(image.width * image.height).fill(255);
+    for (let i = 0; i < side * side; i++) {
+      if (!dark[i]) continue;
+      const r = Math.floor(i / side);
+      const left = x0 + (i - r * side) * m;
+      for (let y = y0 + r * m; y < y0 + (r + 1) * m; y++) plain.fill(0, y * image.width + left, y * image.width + left + m);
+    }
+    const plane = new LumaPlane(rawImage(plain, image.width, image.height, 1), this.plane.region);
+    plane.updateSums();
+    const out = new Float32Array(side * side);
+    for (let i = 0; i < side * side; i++) {
+      const [cx, cy] = this.centre(i);
+      const threshold = plane.boxMean(cx, cy, this.options.farWindow * m);
+      const far = plane.sum(this.bases[i]!, farKernel);
+      out[i] = dark[i] ? threshold - far : far - threshold;
+    }
+    return out;
   }
 
   /** Cell i's cores, the starting one first, each a growth step larger, the last the whole module. */

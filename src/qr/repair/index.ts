@@ -26,6 +26,10 @@
  *               sees it, Gaussian-blurred by a camera blur of ~1 px when the code spans ~220 px
  *               (in this image's pixels). A dot that is right at full resolution but melts into
  *               its surroundings in a photo is wrong.
+ *   far         a far photo (the code with its quiet zone at ~140 px, farSide: 2-3 px per module
+ *               for a dense code) reads each module through a wider blur (farReadSigma); it must clear
+ *               the mean of a farWindow-module box by farMargin. Short of it, a module is weak,
+ *               never wrong: it is repaired when the image is, and does not pick spared codewords.
  *   area        OpenCV reads a module as the share of its whole cell binarized dark, compared with
  *               the mean share over the code. A dark module's dark share must exceed that mean by
  *               `areaGap`, a light module's stay below it by `areaGap`; a repaired core counts only

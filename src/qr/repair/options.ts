@@ -39,7 +39,10 @@ export interface RepairOptions {
   readonly farBlur?: number;
   /** Side in modules of the far read's threshold window (default 15: ZXing's and ZBar's windows are 14-28 modules there). */
   readonly farWindow?: number;
-  /** Luminance levels the far read must clear its threshold by (default 10). */
+  /**
+   * Luminance levels the far read must clear its threshold by (default 20: a phone's contrast
+   * loss, down to 0.7, and JPEG's error at 2-3 px per module eat about that much).
+   */
   readonly farMargin?: number;
 }
 
@@ -57,7 +60,7 @@ export const DEFAULT_REPAIR_OPTIONS = Object.freeze({
   farSide: 140,
   farBlur: 1.0,
   farWindow: 15,
-  farMargin: 10,
+  farMargin: 20,
 });
 
 /** The options with every default filled in, checked (resolve). */
