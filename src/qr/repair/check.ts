@@ -7,8 +7,7 @@ import { ModuleRole } from '../encode.ts';
 import { flatDarkLimit, HALF_BLOCK_PHASES, HARSH_EXPOSURE, hybridThresholdMaps, type Exposure } from '../hybrid-threshold.ts';
 import type { RepairFrame } from './frame.ts';
 import { QUIET } from './grid.ts';
-import type { Pass } from './pass.ts';
-import { Status } from './pass.ts';
+import { Status, type Pass } from './pass.ts';
 import { sparedCells } from './spare.ts';
 import { BINARIZER_WINDOW } from './windows.ts';
 
