@@ -15,7 +15,8 @@
  * that passes is delivered untouched.
  *
  * The first pass at `on_failure` leaves up to half of what each Reed-Solomon block corrects to the
- * decoders (SPARE_SHARE): the codewords with the most failing modules keep the art as drawn. Such a
+ * decoders (SPARE_SHARE; not in codes too dense for a far photo, spareShareFor): the codewords with
+ * the most failing modules keep the art as drawn. Such a
  * pass is accepted only when both decoder families read every capture and ZBar a few more
  * (sparedPassHolds); otherwise the next pass repairs those codewords too.
  */
@@ -78,6 +79,23 @@ export const DEFAULT_MAX_PASSES = 4;
 export const SPARE_SHARE = 0.5;
 
 /**
+ * Sparing needs a code that a far photo still resolves. A phone framing the whole image puts the
+ * placed square at ~140 px (the far read's `farSide`): a version-7 code and denser then has under
+ * SPARE_MIN_FAR_PX px per module, reads there with errors even drawn plain, and its spared
+ * codewords, misread there too, leave error correction too little for them. On the 19 bench images
+ * behind the far photos ZBar missed, it read 138 of 228 far photos with sparing, 157 sparing a
+ * quarter, 168 with none, and 177 of the plain control images (docs/scan-repair.md). Such codes
+ * are repaired whole from the first pass.
+ */
+export const SPARE_MIN_FAR_PX = 3;
+
+/** Share of each block's correctable codewords the first pass at `on_failure` spares, for a placed square of `modules` modules (quiet zone included). */
+export function spareShareFor(modules: number | undefined): number {
+  if (modules === undefined) return SPARE_SHARE;
+  return DEFAULT_REPAIR_OPTIONS.farSide / modules >= SPARE_MIN_FAR_PX ? SPARE_SHARE : 0;
+}
+
+/**
  * A pass that spared codewords is also photographed SPARE_CHECK_COUNT more times from the family
  * with another seed, and ZBar, the strict family, must read every one (it reads every capture of
  * every plain control image: `npm run bench -- scan --calibrate`). Over 300 bench images this
@@ -115,8 +133,11 @@ export function needsRepair(verdict: FamilyVerdict, modules: ModuleCheck): boole
   return !readByAllEverywhere(verdict) || modules.wrong > 0;
 }
 
-/** Repair settings of pass p (1-based): each pass asks for more margin, contrast and area, and models a farther, blurrier capture. */
-export function passOptions(pass: number, mode: RepairMode = 'always'): RepairOptions {
+/**
+ * Repair settings of pass p (1-based) for a placed square of `modules` modules: each pass asks for
+ * more margin, contrast and area, and models a farther, blurrier capture.
+ */
+export function passOptions(pass: number, mode: RepairMode = 'always', modules?: number): RepairOptions {
   const d = DEFAULT_REPAIR_OPTIONS;
   const k = pass - 1;
   return {
@@ -126,9 +147,9 @@ export function passOptions(pass: number, mode: RepairMode = 'always'): RepairOp
     areaGap: Math.min(0.45, d.areaGap + 0.075 * k),
     captureSide: Math.max(CAPTURE_FAMILY.codeSide[0], d.captureSide - 40 * k),
     captureBlur: d.captureBlur + 0.15 * k,
-    // The first pass at on_failure leaves some codewords to error correction; later passes, and
-    // `always`, repair every failing module.
-    spareShare: pass === 1 && mode === 'on_failure' ? SPARE_SHARE : 0,
+    // The first pass at on_failure leaves some codewords to error correction (not of a dense
+    // code); later passes, and `always`, repair every failing module.
+    spareShare: pass === 1 && mode === 'on_failure' ? spareShareFor(modules) : 0,
   };
 }
 
@@ -178,7 +199,7 @@ export async function ensureScannable(
   let passes = 0;
   while (passes < maxPasses) {
     passes++;
-    const result = repairModules(current, geometry, passOptions(passes, mode));
+    const result = repairModules(current, geometry, passOptions(passes, mode, family.modules));
     changedMask ??= new Uint8Array(result.changedMask.length);
     for (let i = 0; i < changedMask.length; i++) changedMask[i]! |= result.changedMask[i]!;
     const changed = result.image !== current;

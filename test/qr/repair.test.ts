@@ -13,7 +13,7 @@ import { placementFor, renderControlImage } from '../../src/qr/control-image.ts'
 import { codewordMap } from '../../src/qr/codewords.ts';
 import { alignmentCentres, ModuleRole } from '../../src/qr/encode.ts';
 import { familyParams, simulateCapture } from '../../src/qr/capture-family.ts';
-import { ensureScannable, needsRepair, readByAllEverywhere, SPARE_SHARE, sparedPassHolds, type QrGeometry } from '../../src/qr/guarantee.ts';
+import { ensureScannable, needsRepair, passOptions, readByAllEverywhere, SPARE_SHARE, spareShareFor, sparedPassHolds, type QrGeometry } from '../../src/qr/guarantee.ts';
 import { CHECK_SEED, COUNT, MIN_READ } from '../../src/qr/robustness.ts';
 import { checkModules, DEFAULT_REPAIR_OPTIONS, farReadSigma, repairModules, shiftLuminance } from '../../src/qr/repair/index.ts';
 import { scanCheck } from '../../src/qr/scan.ts';
@@ -32,6 +32,7 @@ interface Fixture {
 }
 
 interface ArtOptions {
+  readonly content?: string;
   readonly pattern?: QrCodePattern;
   readonly size?: number;
   readonly ratio?: number;
@@ -64,7 +65,7 @@ function artLike(options: ArtOptions = {}): Fixture {
   const random = mulberry32(options.seed ?? 11);
   const canvas = { width: size, height: size };
   const placement = options.placement ?? placementFor(canvas, options.ratio ?? 0.8);
-  const control = renderControlImage({ content: CONTENT, pattern: options.pattern ?? 's1', canvas, placement, background: 'gray' });
+  const control = renderControlImage({ content: options.content ?? CONTENT, pattern: options.pattern ?? 's1', canvas, placement, background: 'gray' });
   const { matrix, layout } = control;
   const covered = new Uint8Array(matrix.size * matrix.size);
   for (let i = 0; i < covered.length; i++) if (matrix.role[i] === ModuleRole.Data && random() < (options.covered ?? 0)) covered[i] = 1;
@@ -476,6 +477,25 @@ describe('the far read', () => {
     const [nearReads, farRepairedReads] = [await farReads(nearOnly.image, art.geometry), await farReads(withFar.image, art.geometry)];
     expect(nearReads).toBeLessThan(plain - 1);
     expect(farRepairedReads).toBeGreaterThanOrEqual(Math.max(plain - 1, nearReads + 2));
+  });
+
+  it('repairs a code too dense for a far photo whole from the first pass at on_failure: ZBar reads more far photos than of a pass that spares codewords', async () => {
+    // A version-10 code at 2-3 px per module: ZBar reads 20 of 24 far photos of its plain control
+    // image. The spared codewords, misread there with the rest, leave error correction too little:
+    // 20 reads of the sparing pass, 24 of the whole repair.
+    const dense = artLike({ content: LONG, size: 720, strength: 0.35, covered: 0.05, seed: 6 });
+    const { placement, moduleSize } = dense.geometry.layout;
+    const modules = placement.side / moduleSize;
+    expect(spareShareFor(modules)).toBe(0);
+    // A version-2 code (25 modules and its quiet zone) is still spared.
+    expect(spareShareFor(29)).toBe(SPARE_SHARE);
+    const result = await ensureScannable(dense.image, LONG, dense.geometry, 'on_failure', { codeSide: dense.codeSide });
+    expect(result).toMatchObject({ scannable: true, repaired: true });
+    expect(result.modulesAfter?.spared).toBe(0);
+    const sparing = repairModules(dense.image, dense.geometry, { ...passOptions(1, 'on_failure', modules), spareShare: SPARE_SHARE });
+    expect(sparing.after.spared).toBeGreaterThan(0);
+    const shots = { ...FAR_SHOTS, photos: 24, from: 2.0, step: 0.05 };
+    expect(await farReads(result.image, dense.geometry, shots)).toBeGreaterThanOrEqual((await farReads(sparing.image, dense.geometry, shots)) + 3);
   });
 });
 
