@@ -66,7 +66,7 @@ export class RepairFrame {
       this.bases[i] = (y0 + r * m - region.y) * width + (x0 + (i - r * side) * m - region.x);
     }
     this.shape = geometry.control ? shapeOf(geometry.control, grid) : undefined;
-    this.farClearance = this.farKernel && this.plainFarClearance(image, this.farKernel);
+    this.farClearance = this.farKernel && this.plainFarClearance(this.farKernel);
   }
 
   /**
@@ -74,16 +74,21 @@ export class RepairFrame {
    * white around. Some modules of a plain code clear it by only a little (a lone module among the
    * other colour blurs toward them), and art is not asked for more than a plain code gives.
    */
-  private plainFarClearance(image: RawImage, farKernel: Footprint): Float32Array {
+  private plainFarClearance(farKernel: Footprint): Float32Array {
     const { side, m, x0, y0, dark } = this.grid;
-    const plain = new Uint8Array(image.width * image.height).fill(255);
+    // Drawn over the region alone: the code lies inside the image (gridOf), so what the region
+    // holds past the image's edges is white either way.
+    const { region } = this.plane;
+    const { width, height } = region;
+    const plain = new Uint8Array(width * height).fill(255);
     for (let i = 0; i < side * side; i++) {
       if (!dark[i]) continue;
       const r = Math.floor(i / side);
-      const left = x0 + (i - r * side) * m;
-      for (let y = y0 + r * m; y < y0 + (r + 1) * m; y++) plain.fill(0, y * image.width + left, y * image.width + left + m);
+      const left = x0 + (i - r * side) * m - region.x;
+      const top = y0 + r * m - region.y;
+      for (let y = top; y < top + m; y++) plain.fill(0, y * width + left, y * width + left + m);
     }
-    const plane = new LumaPlane(rawImage(plain, image.width, image.height, 1), this.plane.region);
+    const plane = new LumaPlane(rawImage(plain, width, height, 1), { x: 0, y: 0, width, height });
     plane.updateSums();
     const out = new Float32Array(side * side);
     for (let i = 0; i < side * side; i++) {
