@@ -292,6 +292,28 @@ describe('repairModules changes only what a decoder would misread', () => {
     expect(matrix.dark[0]).toBe(1);
     expect(result.scannable).toBe(true);
   });
+
+  it('brings a grey alignment pattern back as a seamless dark ring, edge to edge', () => {
+    // Java ZXing finds the alignment pattern by its 1:1:1 runs. A ring of separate dark squares,
+    // the grey art left between them, blurs lighter in a small capture: a version-2 bench image
+    // whose pattern was repaired so missed a held-out capture.
+    const fixture = cleanCode(800);
+    const { matrix } = fixture.geometry;
+    const [ar, ac] = alignmentCentres(matrix.version).at(-1)!;
+    for (let r = ar - 2; r <= ar + 2; r++) {
+      for (let c = ac - 2; c <= ac + 2; c++) if (Math.max(Math.abs(r - ar), Math.abs(c - ac)) === 2) paintModule(fixture, r, c, [150, 150, 150]);
+    }
+    const result = repairModules(fixture.image, fixture.geometry);
+    expect(result.after.wrongFunction).toBe(0);
+    const luma = toLuma(result.image);
+    const { moduleSize: m, codeX, codeY } = fixture.geometry.layout;
+    // The ring's top side, row by row across its middle: between modules as dark as within them.
+    const y0 = codeY + (ar - 2) * m;
+    for (let y = y0 + Math.round(m * 0.3); y < y0 + Math.round(m * 0.7); y++) {
+      const row = Array.from({ length: 5 * m }, (_, x) => luma.data[y * luma.width + codeX + (ac - 2) * m + x]!);
+      expect(Math.max(...row) - Math.min(...row), `row ${y - y0} of the ring's top side`).toBeLessThan(10);
+    }
+  });
 });
 
 describe('repair rounds', () => {
@@ -480,22 +502,27 @@ describe('the far read', () => {
   });
 
   it('repairs a code too dense for a far photo whole from the first pass at on_failure: ZBar reads more far photos than of a pass that spares codewords', async () => {
-    // A version-10 code at 2-3 px per module: ZBar reads 20 of 24 far photos of its plain control
-    // image. The spared codewords, misread there with the rest, leave error correction too little:
-    // 20 reads of the sparing pass, 24 of the whole repair.
-    const dense = artLike({ content: LONG, size: 720, strength: 0.35, covered: 0.05, seed: 6 });
-    const { placement, moduleSize } = dense.geometry.layout;
-    const modules = placement.side / moduleSize;
-    expect(spareShareFor(modules)).toBe(0);
-    // A version-2 code (25 modules and its quiet zone) is still spared.
-    expect(spareShareFor(29)).toBe(SPARE_SHARE);
-    const result = await ensureScannable(dense.image, LONG, dense.geometry, 'on_failure', { codeSide: dense.codeSide });
-    expect(result).toMatchObject({ scannable: true, repaired: true });
-    expect(result.modulesAfter?.spared).toBe(0);
-    const sparing = repairModules(dense.image, dense.geometry, { ...passOptions(1, 'on_failure', modules), spareShare: SPARE_SHARE });
-    expect(sparing.after.spared).toBeGreaterThan(0);
+    // Three version-10 art codes, 24 far photos each at 2-3 px per module. The spared codewords,
+    // misread there with the rest, leave error correction too little: ZBar read 61 photos of the
+    // sparing passes, 71 of the whole repairs, 60 of the plain control images.
+    expect(spareShareFor(29)).toBe(SPARE_SHARE); // a version-2 code (25 modules and its quiet zone) is still spared
     const shots = { ...FAR_SHOTS, photos: 24, from: 2.0, step: 0.05 };
-    expect(await farReads(result.image, dense.geometry, shots)).toBeGreaterThanOrEqual((await farReads(sparing.image, dense.geometry, shots)) + 3);
+    let whole = 0;
+    let spared = 0;
+    for (const seed of [6, 7, 8]) {
+      const dense = artLike({ content: LONG, size: 720, strength: 0.3, covered: 0.05, seed });
+      const { placement, moduleSize } = dense.geometry.layout;
+      const modules = placement.side / moduleSize;
+      expect(spareShareFor(modules)).toBe(0);
+      const result = await ensureScannable(dense.image, LONG, dense.geometry, 'on_failure', { codeSide: dense.codeSide });
+      expect(result).toMatchObject({ scannable: true, repaired: true });
+      expect(result.modulesAfter?.spared).toBe(0);
+      const sparing = repairModules(dense.image, dense.geometry, { ...passOptions(1, 'on_failure', modules), spareShare: SPARE_SHARE });
+      expect(sparing.after.spared).toBeGreaterThan(0);
+      whole += await farReads(result.image, dense.geometry, shots);
+      spared += await farReads(sparing.image, dense.geometry, shots);
+    }
+    expect(whole).toBeGreaterThanOrEqual(spared + 6);
   });
 });
 

@@ -103,10 +103,13 @@ export class RepairFrame {
   /** Cell i's cores, the starting one first, each a growth step larger, the last the whole module. */
   coresOf(i: number): readonly Footprint[] {
     const role = this.grid.role[i]!;
-    // Finder modules are repaired whole, like the quiet zone: seamless rings rather than squares
-    // with the art showing between them (measured on 40 generated images: fewer repair passes and
-    // a slightly higher SSIM, the referees reading as many captures).
-    return this.cores[role === QUIET || role === ModuleRole.Finder ? 2 : isPattern(role) ? 1 : 0];
+    // Finder and alignment modules are repaired whole, like the quiet zone: seamless rings rather
+    // than squares with the art showing between them. Finders: measured on 40 generated images,
+    // fewer repair passes and a slightly higher SSIM, the referees reading as many captures.
+    // Alignment patterns: Java ZXing finds them by their 1:1:1 runs, and a ring of squares blurs
+    // lighter in a small capture (over 300 bench images its held-out misses went from 2 images to
+    // 1, for 0.001 of the code square's SSIM).
+    return this.cores[role === QUIET || role === ModuleRole.Finder || role === ModuleRole.Alignment ? 2 : isPattern(role) ? 1 : 0];
   }
 
   /** The read value of cell i: the blurred centre, or without blur the starting core's mean. */

@@ -46,9 +46,10 @@
  * level L are brought down to L (darker pixels stay), light ones the other way, with L the mildest
  * level that gives the read value its goal and never short of the goal itself (so the whole core
  * ends on the right side). The core starts as a disk of `coreRatio` of the module for data modules,
- * the whole module for finder modules (seamless rings: the 1:1:3:1:1 runs detection looks for, and
- * the contours OpenCV's detector follows) and a square of `patternRatio` for alignment, timing,
- * format and version modules (their standard shape: bars OpenCV counts timing transitions on),
+ * the whole module for finder and alignment modules (seamless rings: the 1:1:3:1:1 and 1:1:1 runs
+ * detection looks for, and the contours OpenCV's detector follows) and a square of `patternRatio`
+ * for timing, format and version modules (their standard shape: bars OpenCV counts timing
+ * transitions on),
  * and grows by tenths of the module, up to the whole module, only while the goal or the area
  * share cannot be met. A feather of an eighth of the module softens its edge. With the control
  * image (geometry.control) a data module's core keeps to the requested pattern's shape: only pixels

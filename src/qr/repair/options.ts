@@ -3,7 +3,7 @@
 export interface RepairOptions {
   /** Starting diameter of the checked and repaired disk of a data module, as a fraction of its side (default 0.5). */
   readonly coreRatio?: number;
-  /** Starting side of the repaired square of a finder, alignment, timing, format or version module (default 0.8). */
+  /** Starting side of the repaired square of a timing, format or version module (default 0.8; finder and alignment modules are repaired whole). */
   readonly patternRatio?: number;
   /** Luminance levels (0..255) the centre values must clear the threshold by (default 8). */
   readonly margin?: number;
