@@ -57,6 +57,15 @@ function childrenOf(parent: number): number[] {
     .map(Number);
 }
 
+/** Sends `signal` to `pid`; a process that has just exited (a backend whose connection closed) is no error. */
+function signalProcess(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  }
+}
+
 export async function startPgServer(): Promise<PgServer> {
   const bin = postgresBinDir();
   if (!bin) throw new Error('no PostgreSQL server installed (apt-get install postgresql)');
@@ -95,7 +104,7 @@ export async function startPgServer(): Promise<PgServer> {
     const running = child;
     if (!running || running.exitCode !== null) return;
     const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
-    for (const pid of [running.pid!, ...childrenOf(running.pid!)]) process.kill(pid, 'SIGCONT');
+    for (const pid of [running.pid!, ...childrenOf(running.pid!)]) signalProcess(pid, 'SIGCONT');
     running.kill(mode === 'fast' ? 'SIGINT' : 'SIGQUIT');
     await exited;
     child = null;
@@ -112,10 +121,10 @@ export async function startPgServer(): Promise<PgServer> {
     },
     pause() {
       process.kill(child!.pid!, 'SIGSTOP');
-      for (const pid of childrenOf(child!.pid!)) process.kill(pid, 'SIGSTOP');
+      for (const pid of childrenOf(child!.pid!)) signalProcess(pid, 'SIGSTOP');
     },
     resume() {
-      for (const pid of childrenOf(child!.pid!)) process.kill(pid, 'SIGCONT');
+      for (const pid of childrenOf(child!.pid!)) signalProcess(pid, 'SIGCONT');
       process.kill(child!.pid!, 'SIGCONT');
     },
     async destroy() {
