@@ -28,8 +28,10 @@
  *               its surroundings in a photo is wrong.
  *   far         a far photo (the code with its quiet zone at ~140 px, farSide: 2-3 px per module
  *               for a dense code) reads each module through a wider blur (farReadSigma); it must clear
- *               the mean of a farWindow-module box by farMargin. Short of it, a module is weak,
- *               never wrong: it is repaired when the image is, and does not pick spared codewords.
+ *               the mean of a farWindow-module box by farMargin, but never by more than half of
+ *               what the code drawn plain clears there (frame.ts, plainFarClearance). Short of it,
+ *               a module is weak, never wrong: it is repaired when the image is, and does not pick
+ *               spared codewords.
  *   area        OpenCV reads a module as the share of its whole cell binarized dark, compared with
  *               the mean share over the code. A dark module's dark share must exceed that mean by
  *               `areaGap`, a light module's stay below it by `areaGap`; a repaired core counts only
