@@ -4,6 +4,7 @@
  * calibration, the visual cost and the time, then the targets, met or missed.
  */
 import { summarize } from './scan-check.ts';
+import { imageMagickTable, type ImageMagickReads } from './scan-imagemagick.ts';
 import { wholeImageTable, type WholeImageReads } from './scan-whole-image.ts';
 
 /** Per held-out capture of one image: whether each referee read exactly the content. */
@@ -29,6 +30,17 @@ export interface Judged {
   readonly referees: Referees;
   /** Whole-image captures of a delivered isScanables image (scan-whole-image.ts), when run. */
   readonly wholeImage?: WholeImageReads;
+  /** ImageMagick captures of a delivered isScanables image (scan-imagemagick.ts), when run. */
+  readonly imageMagick?: ImageMagickReads;
+}
+
+/** A job's plain control image: its verdict, held-out reads and the other capture models' reads. */
+export interface Control {
+  readonly scannable: boolean;
+  readonly robustness: number;
+  readonly referees: Referees;
+  readonly wholeImage?: WholeImageReads;
+  readonly imageMagick?: ImageMagickReads;
 }
 
 export interface Row {
@@ -56,7 +68,7 @@ export interface Row {
 
 export interface Report {
   readonly rows: readonly Row[];
-  readonly controls: ReadonlyArray<{ scannable: boolean; robustness: number; referees: Referees; wholeImage?: WholeImageReads }>;
+  readonly controls: readonly Control[];
   readonly mode: string;
   readonly seed: number;
   readonly steps: number;
@@ -112,6 +124,9 @@ export function report(r: Report): void {
   const wholeDelivered = reported.flatMap((x) => (x.after.wholeImage ? [x.after.wholeImage] : []));
   const wholeControls = controls.flatMap((c) => (c.wholeImage ? [c.wholeImage] : []));
   if (wholeDelivered.length > 0) wholeImageTable(wholeDelivered, wholeControls);
+  const magickDelivered = reported.flatMap((x) => (x.after.imageMagick ? [x.after.imageMagick] : []));
+  const magickControls = controls.flatMap((c) => (c.imageMagick ? [c.imageMagick] : []));
+  if (magickDelivered.length > 0) imageMagickTable(magickDelivered, magickControls);
 
   const byFamily = new Map<string, Row[]>();
   for (const x of rows) {

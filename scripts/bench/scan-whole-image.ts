@@ -62,22 +62,29 @@ const BANDS: ReadonlyArray<readonly [string, number, number]> = [
   ['5 px per module and up (the family\'s range)', 5, Infinity],
 ];
 
+/**
+ * Share of the captures in a band that a referee read, over many images' reads: 'n/a' where the
+ * referee did not run or no capture falls in the band.
+ */
+export function bandShare<T extends { readonly pxPerModule: readonly number[] }>(list: readonly T[], readsOf: (r: T) => readonly boolean[] | undefined, inBand: (r: T, i: number) => boolean): string {
+  let n = 0;
+  let read = 0;
+  for (const r of list) {
+    const reads = readsOf(r);
+    if (!reads) return 'n/a';
+    r.pxPerModule.forEach((_, i) => {
+      if (!inBand(r, i)) return;
+      n++;
+      if (reads[i]) read++;
+    });
+  }
+  return n === 0 ? 'n/a' : `${((100 * read) / n).toFixed(1)}% of ${n}`;
+}
+
 /** The table: share of whole-image captures read, delivered isScanables images against plain control images, by band. */
 export function wholeImageTable(delivered: readonly WholeImageReads[], controls: readonly WholeImageReads[]): void {
-  const share = (list: readonly WholeImageReads[], lo: number, hi: number, reader: 'zbar' | 'zxingJava') => {
-    let n = 0;
-    let read = 0;
-    for (const r of list) {
-      const reads = r[reader];
-      if (!reads) return 'n/a';
-      r.pxPerModule.forEach((px, i) => {
-        if (px < lo || px >= hi) return;
-        n++;
-        if (reads[i]) read++;
-      });
-    }
-    return n === 0 ? 'n/a' : `${((100 * read) / n).toFixed(1)}% of ${n}`;
-  };
+  const share = (list: readonly WholeImageReads[], lo: number, hi: number, reader: 'zbar' | 'zxingJava') =>
+    bandShare(list, (r) => r[reader], (r, i) => r.pxPerModule[i]! >= lo && r.pxPerModule[i]! < hi);
   console.log('Whole-image captures (scripts/bench/scan-whole-image.ts: a capture model written apart from the family):');
   console.table(
     BANDS.map(([band, lo, hi]) => ({

@@ -2,7 +2,7 @@
  * Scan robustness of generated QR art under the capture family, before and after the repair
  * (src/qr/guarantee.ts).
  *   npm run bench -- scan [--images N] [--mode on_failure|always] [--steps S] [--seed S] [--held-out H] [--out DIR] [--threads T]
- *                         [--cache DIR] [--shard I/N --rows FILE] [--whole-image W]
+ *                         [--cache DIR] [--shard I/N --rows FILE] [--whole-image W] [--imagemagick M]
  *   npm run bench -- scan --merge FILE,FILE,...   (one report over the shards' rows)
  *   npm run bench -- scan --timing          (what the family verdict costs at 512, 768, 2048 px)
  *   npm run bench -- scan --calibrate       (plain control images of every pattern under the family)
@@ -21,7 +21,9 @@
  * The plain control image of every job gets the family verdict (calibration: it should pass) and
  * the same held-out referees. --whole-image W (default 4; 0: none) adds W captures of another
  * model, written apart from the family (scan-whole-image.ts), of every delivered isScanables image
- * and of every plain control image, read by ZBar and Java ZXing.
+ * and of every plain control image, read by ZBar and Java ZXing. --imagemagick M (default 0) adds M
+ * photos made by ImageMagick and read by Debian's zbarimg and Java ZXing (scan-imagemagick.ts;
+ * `apt-get install imagemagick zbar-tools`), of the same images.
  *
  * --cache DIR keeps the generated images (PNG, named by the job's body and its control image)
  * and reuses them, so a change to the repair is measured on the very same images without
@@ -60,7 +62,8 @@ import { changedShare, ssimWhereChanged } from '../../test/qr/image-metrics.ts';
 import { benchJobs, type Job } from './scan-jobs.ts';
 import { ZxingJavaReferee, zxingJavaAvailable } from './zxing-java.ts';
 import { wholeImageReads, type WholeImageReads } from './scan-whole-image.ts';
-import { report, type Report, type Referees, type Row } from './scan-report.ts';
+import { imageMagickModelAvailable, imageMagickReads, type ImageMagickReads } from './scan-imagemagick.ts';
+import { report, type Control, type Report, type Referees, type Row } from './scan-report.ts';
 import { benchCalibration } from './scan-calibration.ts';
 import { benchVerdictTiming } from './scan-timing.ts';
 
@@ -72,6 +75,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '1' },
     'held-out': { type: 'string', default: '3' },
     'whole-image': { type: 'string', default: '4' },
+    imagemagick: { type: 'string', default: '0' },
     out: { type: 'string' },
     threads: { type: 'string', default: '1' },
     timing: { type: 'boolean', default: false },
@@ -106,6 +110,9 @@ if (!(Number.isInteger(total) && total >= 1)) throw new Error('--images must be 
 if (!(Number.isInteger(steps) && steps >= 1)) throw new Error('--steps must be a positive integer');
 if (!(Number.isInteger(heldOut) && heldOut >= 1)) throw new Error('--held-out must be a positive integer');
 if (!(Number.isInteger(wholeImage) && wholeImage >= 0)) throw new Error('--whole-image must be a whole number');
+const magick = Number(values.imagemagick);
+if (!(Number.isInteger(magick) && magick >= 0)) throw new Error('--imagemagick must be a whole number');
+if (magick > 0 && !imageMagickModelAvailable()) throw new Error('--imagemagick needs ImageMagick and zbarimg: apt-get install imagemagick zbar-tools');
 if (!isRepairMode(mode) || mode === 'off') throw new Error('--mode must be on_failure or always');
 const [shard, shards] = values.shard.split('/').map(Number) as [number, number];
 if (!(Number.isInteger(shards) && shards >= 1 && Number.isInteger(shard) && shard >= 0 && shard < shards)) throw new Error('--shard must be I/N with 0 <= I < N');
@@ -147,12 +154,18 @@ const mine = allJobs.map((_, j) => j).filter((j) => j % shards === shard);
 const list = mine.map((j) => allJobs[j]!);
 const mineImages = list.reduce((n, job) => n + job.images, 0);
 const rows: Row[] = [];
-const controls: Array<{ scannable: boolean; robustness: number; referees: Referees; wholeImage?: WholeImageReads }> = [];
+const controls: Control[] = [];
 
 /** Whole-image captures (scan-whole-image.ts), seeded apart from every family seed; none at --whole-image 0. */
 async function wholeImageOf(image: RawImage, expected: string, square: Square, modules: number, index: number): Promise<WholeImageReads | undefined> {
   if (wholeImage === 0) return undefined;
   return wholeImageReads(image, expected, square.side, modules, wholeImage, 900_001 + 13 * index, zxingJava);
+}
+
+/** ImageMagick captures (scan-imagemagick.ts), seeded apart from the other models; none at --imagemagick 0. */
+async function imageMagickOf(image: RawImage, expected: string, square: Square, modules: number, index: number): Promise<ImageMagickReads | undefined> {
+  if (magick === 0) return undefined;
+  return imageMagickReads(image, expected, square.side, modules, magick, 31_337 + 7 * index, zxingJava);
 }
 
 if (values.out) await mkdir(values.out, { recursive: true });
@@ -223,7 +236,14 @@ for (let j = 0; j < list.length; j++) {
   const controlVerdict = await familyVerdict(control.image, expected, square, { codeSide, modules });
   const [controlReferees] = await referees([control.image], expected, square, modules, heldOutSeed(total + mine[j]!));
   const controlWhole = await wholeImageOf(control.image, expected, square, modules, total + mine[j]!);
-  controls.push({ scannable: controlVerdict.scannable, robustness: controlVerdict.robustness!.share, referees: controlReferees!, ...(controlWhole ? { wholeImage: controlWhole } : {}) });
+  const controlMagick = await imageMagickOf(control.image, expected, square, modules, total + mine[j]!);
+  controls.push({
+    scannable: controlVerdict.scannable,
+    robustness: controlVerdict.robustness!.share,
+    referees: controlReferees!,
+    ...(controlWhole ? { wholeImage: controlWhole } : {}),
+    ...(controlMagick ? { imageMagick: controlMagick } : {}),
+  });
 
   for (const [k, image] of result.images.entries()) {
     const index = firstImage[mine[j]!]! + k;
@@ -237,13 +257,20 @@ for (let j = 0; j < list.length; j++) {
     const verdictMs = repaired ? performance.now() - v0 : guaranteeMs;
     const [refBefore, refAfter] = await referees(repaired ? [image, guaranteed.image] : [image], expected, square, modules, heldOutSeed(index));
     const whole = guaranteed.scannable ? await wholeImageOf(guaranteed.image, expected, square, modules, index) : undefined;
+    const magickReads = guaranteed.scannable ? await imageMagickOf(guaranteed.image, expected, square, modules, index) : undefined;
     rows.push({
       index,
       workflow,
       size: `${image.width}x${image.height}`,
       version: geometry.matrix.version,
       before: { scannable: before ? before.scannable : guaranteed.scannable, robustness: before ? before.robustness!.share : guaranteed.robustness, referees: refBefore! },
-      after: { scannable: guaranteed.scannable, robustness: guaranteed.robustness, referees: refAfter ?? refBefore!, ...(whole ? { wholeImage: whole } : {}) },
+      after: {
+        scannable: guaranteed.scannable,
+        robustness: guaranteed.robustness,
+        referees: refAfter ?? refBefore!,
+        ...(whole ? { wholeImage: whole } : {}),
+        ...(magickReads ? { imageMagick: magickReads } : {}),
+      },
       repaired,
       passes: guaranteed.passes,
       changedModules: guaranteed.changedModules,
