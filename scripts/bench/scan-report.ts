@@ -28,18 +28,9 @@ export interface Judged {
   /** Share of the check's captures read. */
   readonly robustness: number;
   readonly referees: Referees;
-  /** Whole-image captures of a delivered isScanables image (scan-whole-image.ts), when run. */
+  /** Whole-image captures of a delivered isScanables image or a plain control image (scan-whole-image.ts), when run. */
   readonly wholeImage?: WholeImageReads;
-  /** ImageMagick captures of a delivered isScanables image (scan-imagemagick.ts), when run. */
-  readonly imageMagick?: ImageMagickReads;
-}
-
-/** A job's plain control image: its verdict, held-out reads and the other capture models' reads. */
-export interface Control {
-  readonly scannable: boolean;
-  readonly robustness: number;
-  readonly referees: Referees;
-  readonly wholeImage?: WholeImageReads;
+  /** ImageMagick captures of the same (scan-imagemagick.ts), when run. */
   readonly imageMagick?: ImageMagickReads;
 }
 
@@ -68,7 +59,8 @@ export interface Row {
 
 export interface Report {
   readonly rows: readonly Row[];
-  readonly controls: readonly Control[];
+  /** Each job's plain control image, judged as a delivered image is. */
+  readonly controls: readonly Judged[];
   readonly mode: string;
   readonly seed: number;
   readonly steps: number;

@@ -63,7 +63,7 @@ import { benchJobs, type Job } from './scan-jobs.ts';
 import { ZxingJavaReferee, zxingJavaAvailable } from './zxing-java.ts';
 import { wholeImageReads, type WholeImageReads } from './scan-whole-image.ts';
 import { imageMagickModelAvailable, imageMagickReads, type ImageMagickReads } from './scan-imagemagick.ts';
-import { report, type Control, type Report, type Referees, type Row } from './scan-report.ts';
+import { report, type Judged, type Report, type Referees, type Row } from './scan-report.ts';
 import { benchCalibration } from './scan-calibration.ts';
 import { benchVerdictTiming } from './scan-timing.ts';
 
@@ -154,7 +154,7 @@ const mine = allJobs.map((_, j) => j).filter((j) => j % shards === shard);
 const list = mine.map((j) => allJobs[j]!);
 const mineImages = list.reduce((n, job) => n + job.images, 0);
 const rows: Row[] = [];
-const controls: Control[] = [];
+const controls: Judged[] = [];
 
 /** Whole-image captures (scan-whole-image.ts), seeded apart from every family seed; none at --whole-image 0. */
 async function wholeImageOf(image: RawImage, expected: string, square: Square, modules: number, index: number): Promise<WholeImageReads | undefined> {
