@@ -34,16 +34,20 @@ export interface ImageMagickReads {
   readonly zxingJava?: boolean[];
 }
 
+let found: { command: string | undefined } | undefined;
+
 /**
  * ImageMagick's convert, when installed: `magick` (version 7) or Debian's versioned name first,
- * since a plain `convert` earlier on PATH may be another program.
+ * since a plain `convert` earlier on PATH may be another program. Probed once per process.
  */
 export function imageMagickCommand(): string | undefined {
-  for (const command of ['magick', 'convert-im6.q16', 'convert']) {
-    const probe = spawnSync(command, ['-version'], { encoding: 'utf8' });
-    if (probe.status === 0 && probe.stdout.includes('ImageMagick')) return command;
-  }
-  return undefined;
+  found ??= {
+    command: ['magick', 'convert-im6.q16', 'convert'].find((command) => {
+      const probe = spawnSync(command, ['-version'], { encoding: 'utf8' });
+      return probe.status === 0 && probe.stdout.includes('ImageMagick');
+    }),
+  };
+  return found.command;
 }
 
 /** Whether the model can run: ImageMagick and zbarimg are both installed. */
