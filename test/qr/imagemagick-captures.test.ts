@@ -8,18 +8,12 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
+import { plainCode } from '../helpers/plain-code.ts';
 import { mulberry32 } from '../../src/util/mulberry32.ts';
 import { imageMagickCapture, imageMagickModelAvailable, imageMagickReads, pngOf } from '../../scripts/bench/scan-imagemagick.ts';
 
 const CONTENT = 'https://qr-art.example/p/magick';
 const available = imageMagickModelAvailable();
-
-function plainCode(content: string, canvas: { width: number; height: number }) {
-  const control = renderControlImage({ content, pattern: 's1', canvas, placement: placementFor(canvas, 0.8), background: 'white' });
-  const { placement, moduleSize } = control.layout;
-  return { image: control.image, placedSide: placement.side, modules: placement.side / moduleSize };
-}
 
 describe.skipIf(!available)("the scan bench's ImageMagick captures", () => {
   it('frame the code at 140-360 px, add up to ~8 levels of noise, and zbarimg reads a plain code in each', async () => {

@@ -5,16 +5,10 @@
  * and if its captures are seeded.
  */
 import { describe, expect, it } from 'vitest';
-import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
+import { plainCode } from '../helpers/plain-code.ts';
 import { wholeImageReads } from '../../scripts/bench/scan-whole-image.ts';
 
 const CONTENT = 'https://qr-art.example/p/whole';
-
-function plainCode(content: string, canvas: { width: number; height: number }) {
-  const control = renderControlImage({ content, pattern: 's1', canvas, placement: placementFor(canvas, 0.8), background: 'white' });
-  const { placement, moduleSize } = control.layout;
-  return { image: control.image, placedSide: placement.side, modules: placement.side / moduleSize };
-}
 
 describe("the scan bench's whole-image captures", () => {
   it('frame the code at 140-360 px and ZBar reads a plain code in each of them', async () => {
