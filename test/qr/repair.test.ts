@@ -13,7 +13,7 @@ import { placementFor, renderControlImage } from '../../src/qr/control-image.ts'
 import { codewordMap } from '../../src/qr/codewords.ts';
 import { alignmentCentres, ModuleRole } from '../../src/qr/encode.ts';
 import { familyParams, simulateCapture } from '../../src/qr/capture-family.ts';
-import { ensureScannable, needsRepair, passOptions, readByAllEverywhere, SPARE_SHARE, spareShareFor, sparedPassHolds, type QrGeometry } from '../../src/qr/guarantee.ts';
+import { ensureScannable, FINDER_CENTRE_SHARE, finderCentreShareFor, needsRepair, passOptions, readByAllEverywhere, SPARE_SHARE, spareShareFor, sparedPassHolds, type QrGeometry } from '../../src/qr/guarantee.ts';
 import { CHECK_SEED, COUNT, MIN_READ } from '../../src/qr/robustness.ts';
 import { checkModules, DEFAULT_REPAIR_OPTIONS, farReadSigma, repairModules, shiftLuminance } from '../../src/qr/repair/index.ts';
 import { scanCheck } from '../../src/qr/scan.ts';
@@ -291,6 +291,38 @@ describe('repairModules changes only what a decoder would misread', () => {
     for (const seed of [5, 6]) expect(await readAfterCapture(result.image, fixture.geometry, seed), `capture ${seed}`).toEqual({ zbar: true, opencv: true });
     expect(matrix.dark[0]).toBe(1);
     expect(result.scannable).toBe(true);
+  });
+
+  it("holds a sparse code's finder centre near black and its light rings at the quiet zone's light, and not a dense code's", () => {
+    // ZBar's scan lines split a finder of a quarter of a plain code's contrast in a close, noisy
+    // photo (docs/scan-repair.md): a grey centre in a grey light ring, both still read right.
+    expect(finderCentreShareFor(29)).toBe(FINDER_CENTRE_SHARE); // version 2 with its quiet zone
+    const fixture = cleanCode();
+    for (let r = 1; r < 6; r++) for (let c = 1; c < 6; c++) paintModule(fixture, r, c, [175, 175, 175]);
+    for (let r = 2; r < 5; r++) for (let c = 2; c < 5; c++) paintModule(fixture, r, c, [90, 90, 90]);
+    const { placement, moduleSize: m, codeX, codeY } = fixture.geometry.layout;
+    const modules = placement.side / m;
+    const meanOver = (image: RawImage, r: number, c: number) => {
+      const luma = toLuma(image);
+      let sum = 0;
+      for (let y = 0; y < m; y++) for (let x = 0; x < m; x++) sum += luma.data[(codeY + r * m + y) * luma.width + codeX + c * m + x]!;
+      return sum / (m * m);
+    };
+    const quiet = meanOver(fixture.image, -1, 3);
+    const navy = meanOver(fixture.image, 0, 0);
+    const centres = (image: RawImage) => [2, 3, 4].flatMap((r) => [2, 3, 4].map((c) => meanOver(image, r, c)));
+    const rings = (image: RawImage) => [1, 2, 3, 4, 5].flatMap((r) => [1, 5].flatMap((c) => [meanOver(image, r, c), meanOver(image, c, r)]));
+    const usual = repairModules(fixture.image, fixture.geometry, { ...passOptions(1, 'always', modules), finderCentreShare: 0 });
+    const held = repairModules(fixture.image, fixture.geometry, passOptions(1, 'always', modules));
+    // The usual goals leave the centre at a grey a decoder reads as dark; the held finder's centre
+    // goes to the code's own navy (darker than a tenth of the quiet zone is not asked of it).
+    expect(Math.min(...centres(usual.image))).toBeGreaterThan(navy + 15);
+    for (const v of centres(held.image)) expect(v).toBeLessThanOrEqual(Math.max(0.1 * quiet, navy) + 1);
+    expect(Math.min(...rings(usual.image))).toBeLessThan(quiet - 4); // the usual goal: the quiet zone less the margin
+    for (const v of rings(held.image)) expect(v).toBeGreaterThanOrEqual(quiet - 1);
+    // A version-10 code (57 modules and its quiet zone) keeps the usual goals: darker finders
+    // cost Java ZXing held-out captures there.
+    expect(finderCentreShareFor(61)).toBe(0);
   });
 
   it('brings a grey alignment pattern back as a seamless dark ring, edge to edge', () => {

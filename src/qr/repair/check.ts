@@ -80,6 +80,12 @@ export class ModuleChecker {
     let shareCount = 0;
     const hybrid = this.hybridThresholds();
     const quietLevel = this.quietLevel();
+    // A finder's 3x3 centre at most finderCentreShare of the quiet zone's light, but never asked
+    // darker than the code's darkest dark module already is (a palette's own black: a plain code
+    // in navy on cream stays as drawn); its light modules as light as the quiet zone.
+    const { finderCentreShare } = frame.options;
+    const finderCentreGoal = finderCentreShare > 0 ? Math.max(finderCentreShare * quietLevel, this.darkestDark()) : Number.NaN;
+    const finderLightGoal = finderCentreShare > 0 ? quietLevel : Number.NaN;
     // A finder's dark modules are a wide flat run: dark only while darker than half the light
     // around them, as a phone sees it (hybrid-threshold.ts, flatDarkLimit). An alignment
     // pattern's are held to the same: its centre, one module between light rings, blurs first.
@@ -156,13 +162,18 @@ export class ModuleChecker {
       if (role[i] === ModuleRole.Finder && !isDark) goal = Math.max(goal, quietLevel - margin);
       goal = Math.min(255, Math.max(0, goal));
       pass.goal[i] = goal;
+      // Finders nearer a plain code's contrast (finderCentreShare): the cores' own goals, apart
+      // from the read value's, which the blur from the other colour may keep from getting that far.
+      const coreGoal = role[i] === ModuleRole.Finder ? (isDark ? (frame.grid.finderCentre[i] ? finderCentreGoal : Number.NaN) : finderLightGoal) : Number.NaN;
+      pass.coreGoal[i] = coreGoal;
       const core = frame.coreMean(i);
       const worst = isDark ? Math.max(values[i]!, core) : Math.min(values[i]!, core);
       const share = shares[i]!;
       // Misread: on the wrong side of the threshold (a module level with the threshold in a
       // flat region reads as its region does: not counted), or of OpenCV's mean share.
       const misread = isDark ? worst > lo + 1 || share <= meanShare : worst < hi - 1 || share >= meanShare;
-      const short = isDark ? worst > goal + 0.5 || share < meanShare + areaGap : worst < goal - 0.5 || share > meanShare - areaGap;
+      const coreShort = !Number.isNaN(coreGoal) && (isDark ? core > coreGoal + 0.5 : core < coreGoal - 0.5);
+      const short = coreShort || (isDark ? worst > goal + 0.5 || share < meanShare + areaGap : worst < goal - 0.5 || share > meanShare - areaGap);
       // The far read short of its goal (wrong side of its threshold included) is weak, not
       // wrong: it is repaired whenever the module check or the verdict calls for a repair, but
       // never calls for one itself nor for a stronger pass. Counting it wrong changed neither
@@ -182,6 +193,14 @@ export class ModuleChecker {
     }
     this.evenQuietZone(pass, values);
     pass.check = { modules: cells, wrong, weak, wrongFunction, wrongDataShare: data > 0 ? wrongData / data : 0, spared };
+  }
+
+  /** Lowest read value of a dark module (at the last check). */
+  private darkestDark(): number {
+    const { dark } = this.frame.grid;
+    let darkest = 255;
+    for (let i = 0; i < dark.length; i++) if (dark[i] === 1 && this.values[i]! < darkest) darkest = this.values[i]!;
+    return darkest;
   }
 
   /** Median read value of the quiet-zone ring (at the last check). */

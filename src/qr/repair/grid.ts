@@ -30,6 +30,8 @@ export interface Grid {
   readonly side: number;
   readonly dark: Uint8Array;
   readonly role: Uint8Array;
+  /** 1 for the cells of a finder's 3x3 centre. */
+  readonly finderCentre: Uint8Array;
   /** Top-left pixel (image coordinates) of cell (0, 0). */
   readonly x0: number;
   readonly y0: number;
@@ -61,7 +63,11 @@ export function gridOf(geometry: QrGeometry, image: RawImage): Grid {
       role[i] = matrix.role[r * matrix.size + c]!;
     }
   }
-  return { side, dark, role, x0, y0, m };
+  const finderCentre = new Uint8Array(side * side);
+  for (const [r0, c0] of [[0, 0], [0, matrix.size - 7], [matrix.size - 7, 0]] as const) {
+    for (let r = r0 + 2; r < r0 + 5; r++) for (let c = c0 + 2; c < c0 + 5; c++) finderCentre[(r + q) * side + c + q] = 1;
+  }
+  return { side, dark, role, finderCentre, x0, y0, m };
 }
 
 /**

@@ -42,7 +42,10 @@
  *               the neighbouring modules of the other colour by `contrast` (after a phone's
  *               contrast loss a binarizer reads a block with less than ~24 levels of range as
  *               flat). A finder's light modules must also be as light as the quiet zone (less
- *               the margin). Wrong: misread; weak: right but short of a margin.
+ *               the margin); with `finderCentreShare` (codes a far photo resolves) its light
+ *               modules' cores as light as the quiet zone itself and its 3x3 centre's at most that
+ *               share of it (no darker than the code's darkest dark module). Wrong: misread; weak:
+ *               right but short of a margin.
  *
  * The repair of a failing module clamps a core of it: dark modules' core pixels brighter than a
  * level L are brought down to L (darker pixels stay), light ones the other way, with L the mildest

@@ -55,8 +55,11 @@ export class ModuleRepairer {
       break;
     }
     level ??= isDark ? 0 : 255;
-    // The core itself ends on the right side of the goal, whatever the blur would allow.
+    // The core itself ends on the right side of the goal, whatever the blur would allow, and of
+    // its own goal where it has one (a finder under finderCentreShare).
     level = isDark ? Math.min(level, goal) : Math.max(level, goal);
+    const coreGoal = pass.coreGoal[i]!;
+    if (!Number.isNaN(coreGoal)) level = isDark ? Math.min(level, coreGoal) : Math.max(level, coreGoal);
     return this.clamp(base, chosen, this.weightsOf(i, chosen), isDark, level);
   }
 

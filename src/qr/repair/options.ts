@@ -44,6 +44,14 @@ export interface RepairOptions {
    * loss, down to 0.7, and JPEG's error at 2-3 px per module eat about that much).
    */
   readonly farMargin?: number;
+  /**
+   * Finders nearer a plain code's contrast: when above 0, the core of a finder's 3x3 centre is
+   * held to this share of the quiet zone's light at most, and its light modules' cores (rings and
+   * separator) to the quiet zone's light at least (default 0: a finder's modules meet the other
+   * modules' goals only). ZBar's scan lines split a finder of less contrast in a close, noisy
+   * photo (docs/scan-repair.md).
+   */
+  readonly finderCentreShare?: number;
 }
 
 export const DEFAULT_REPAIR_OPTIONS = Object.freeze({
@@ -61,6 +69,7 @@ export const DEFAULT_REPAIR_OPTIONS = Object.freeze({
   farBlur: 1.0,
   farWindow: 15,
   farMargin: 20,
+  finderCentreShare: 0,
 });
 
 /** The options with every default filled in, checked (resolve). */
@@ -86,6 +95,7 @@ export function resolve(options: RepairOptions): Resolved {
   check(r.farBlur >= 0, `farBlur must be non-negative, got ${r.farBlur}`);
   check(r.farWindow >= 1, `farWindow must be at least 1 module, got ${r.farWindow}`);
   check(r.farMargin >= 0 && r.farMargin < 128, `farMargin must be in [0, 128), got ${r.farMargin}`);
+  check(r.finderCentreShare >= 0 && r.finderCentreShare < 1, `finderCentreShare must be in [0, 1), got ${r.finderCentreShare}`);
   return r;
 }
 

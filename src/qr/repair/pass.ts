@@ -23,6 +23,8 @@ export interface Pass {
   readonly status: Uint8Array;
   /** Luminance the read value and the core must reach (per module). */
   readonly goal: Float32Array;
+  /** Luminance the core's mean must reach besides `goal` (per module; NaN where none: a finder's centre and light modules under `finderCentreShare`). */
+  readonly coreGoal: Float32Array;
   /** Threshold the area share is counted against (per module). */
   readonly split: Float32Array;
   /** Luminance the far read must reach (per module; unused without the far read). */
@@ -39,6 +41,7 @@ export function newPass(cells: number): Pass {
   return {
     status: new Uint8Array(cells),
     goal: new Float32Array(cells),
+    coreGoal: new Float32Array(cells).fill(Number.NaN),
     split: new Float32Array(cells),
     farGoal: new Float32Array(cells),
     farOnly: new Uint8Array(cells),
