@@ -8,10 +8,11 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import { rawImage, type RawImage } from '../../src/image/raw.ts';
-import { toLuma } from '../../src/image/luma.ts';
+import { toLuma, type LumaImage } from '../../src/image/luma.ts';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
 import { codewordMap } from '../../src/qr/codewords.ts';
 import { alignmentCentres, ModuleRole } from '../../src/qr/encode.ts';
+import type { QrLayout } from '../../src/qr/layout.ts';
 import { familyParams, simulateCapture } from '../../src/qr/capture-family.ts';
 import { ensureScannable, FINDER_CENTRE_SHARE, finderCentreShareFor, needsRepair, passOptions, readByAllEverywhere, SPARE_SHARE, spareShareFor, sparedPassHolds, type QrGeometry } from '../../src/qr/guarantee.ts';
 import { CHECK_SEED, COUNT, MIN_READ } from '../../src/qr/robustness.ts';
@@ -98,6 +99,16 @@ function paintModule(fixture: Fixture, r: number, c: number, rgb: readonly numbe
   const { moduleSize: m, codeX, codeY } = fixture.geometry.layout;
   const { width } = fixture.image;
   for (let y = codeY + r * m; y < codeY + (r + 1) * m; y++) for (let x = codeX + c * m; x < codeX + (c + 1) * m; x++) fixture.image.data.set(rgb, (y * width + x) * 3);
+}
+
+/** Mean luminance of module (r, c) of the code (quiet zone at negative or >= size indices), over its square less `inset` of its side at each edge. */
+function moduleMean(luma: LumaImage, layout: QrLayout, r: number, c: number, inset = 0): number {
+  const { moduleSize: m, codeX, codeY } = layout;
+  const a = Math.round(m * inset);
+  const b = Math.round(m * (1 - inset));
+  let sum = 0;
+  for (let y = a; y < b; y++) for (let x = a; x < b; x++) sum += luma.data[(codeY + r * m + y) * luma.width + codeX + c * m + x]!;
+  return sum / (b - a) ** 2;
 }
 
 /** The grey level of the pixel at (dx, dy) inside module i (side m); undefined keeps the canvas's fill. */
@@ -275,14 +286,7 @@ describe('repairModules changes only what a decoder would misread', () => {
     // Every module of the ring is clearly darker, across most of its square, than the light
     // separator inside it, and the smudged quiet zone clearly lighter than the dark modules.
     const luma = toLuma(result.image);
-    const { moduleSize: m, codeX, codeY } = fixture.geometry.layout;
-    const meanOver = (r: number, c: number) => {
-      const a = Math.round(m * 0.2);
-      const b = Math.round(m * 0.8);
-      let sum = 0;
-      for (let y = a; y < b; y++) for (let x = a; x < b; x++) sum += luma.data[(codeY + r * m + y) * luma.width + codeX + c * m + x]!;
-      return sum / (b - a) ** 2;
-    };
+    const meanOver = (r: number, c: number) => moduleMean(luma, fixture.geometry.layout, r, c, 0.2);
     const separator = meanOver(1, 1);
     const centre = meanOver(3, 3);
     for (let c = 0; c < 7; c++) expect(separator - meanOver(0, c), `finder (0, ${c})`).toBeGreaterThan(60);
@@ -300,18 +304,19 @@ describe('repairModules changes only what a decoder would misread', () => {
     const fixture = cleanCode();
     for (let r = 1; r < 6; r++) for (let c = 1; c < 6; c++) paintModule(fixture, r, c, [175, 175, 175]);
     for (let r = 2; r < 5; r++) for (let c = 2; c < 5; c++) paintModule(fixture, r, c, [90, 90, 90]);
-    const { placement, moduleSize: m, codeX, codeY } = fixture.geometry.layout;
-    const modules = placement.side / m;
-    const meanOver = (image: RawImage, r: number, c: number) => {
+    const { layout } = fixture.geometry;
+    const modules = layout.placement.side / layout.moduleSize;
+    const drawn = toLuma(fixture.image);
+    const quiet = moduleMean(drawn, layout, -1, 3);
+    const navy = moduleMean(drawn, layout, 0, 0);
+    const centres = (image: RawImage) => {
       const luma = toLuma(image);
-      let sum = 0;
-      for (let y = 0; y < m; y++) for (let x = 0; x < m; x++) sum += luma.data[(codeY + r * m + y) * luma.width + codeX + c * m + x]!;
-      return sum / (m * m);
+      return [2, 3, 4].flatMap((r) => [2, 3, 4].map((c) => moduleMean(luma, layout, r, c)));
     };
-    const quiet = meanOver(fixture.image, -1, 3);
-    const navy = meanOver(fixture.image, 0, 0);
-    const centres = (image: RawImage) => [2, 3, 4].flatMap((r) => [2, 3, 4].map((c) => meanOver(image, r, c)));
-    const rings = (image: RawImage) => [1, 2, 3, 4, 5].flatMap((r) => [1, 5].flatMap((c) => [meanOver(image, r, c), meanOver(image, c, r)]));
+    const rings = (image: RawImage) => {
+      const luma = toLuma(image);
+      return [1, 2, 3, 4, 5].flatMap((r) => [1, 5].flatMap((c) => [moduleMean(luma, layout, r, c), moduleMean(luma, layout, c, r)]));
+    };
     const usual = repairModules(fixture.image, fixture.geometry, { ...passOptions(1, 'always', modules), finderCentreShare: 0 });
     const held = repairModules(fixture.image, fixture.geometry, passOptions(1, 'always', modules));
     // The usual goals leave the centre at a grey a decoder reads as dark; the held finder's centre
