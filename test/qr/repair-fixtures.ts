@@ -78,12 +78,12 @@ export function artLike(options: ArtOptions = {}): Fixture {
   return { image: rawImage(data, size, size, 3), geometry: { matrix, layout, control: control.image }, codeSide: layout.codePixels };
 }
 
-/** The plain code in two colours: deep blue modules on pale yellow (every module right). */
-export function cleanCode(size = 400): Fixture {
+/** The plain code in two colours (every module right): by default deep blue modules on pale yellow. */
+export function cleanCode(size = 400, dark: readonly number[] = [20, 30, 120], light: readonly number[] = [250, 240, 200]): Fixture {
   const canvas = { width: size, height: size };
   const control = renderControlImage({ content: CONTENT, pattern: 's1', canvas, placement: placementFor(canvas, 0.9), background: 'white' });
   const data = new Uint8Array(size * size * 3);
-  for (let i = 0; i < size * size; i++) data.set(control.image.data[i]! < 128 ? [20, 30, 120] : [250, 240, 200], i * 3);
+  for (let i = 0; i < size * size; i++) data.set(control.image.data[i]! < 128 ? dark : light, i * 3);
   return { image: rawImage(data, size, size, 3), geometry: { matrix: control.matrix, layout: control.layout, control: control.image }, codeSide: control.layout.codePixels };
 }
 

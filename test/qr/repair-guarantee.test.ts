@@ -120,12 +120,7 @@ describe('error correction keeps some of the art', () => {
 
 describe('ensureScannable judges by the capture family, not the scan check alone', () => {
   /** The plain code in two close greys: the scan check reads it, a phone's capture buries it. */
-  function faintCode(): Fixture {
-    const fixture = cleanCode();
-    const { data } = fixture.image;
-    for (let i = 0; i < data.length; i += 3) data.fill(data[i + 2]! === 120 ? 118 : 134, i, i + 3);
-    return fixture;
-  }
+  const faintCode = (): Fixture => cleanCode(400, [118, 118, 118], [134, 134, 134]);
 
   it('reports a faint code not scannable at off, though the scan check reads it', async () => {
     const faint = faintCode();
@@ -146,12 +141,7 @@ describe('ensureScannable judges by the capture family, not the scan check alone
 
 describe('at on_failure, the verdict with margin decides; weak modules alone do not', () => {
   /** The plain code in two mid greys. */
-  function softCode(): Fixture {
-    const fixture = cleanCode();
-    const { data } = fixture.image;
-    for (let i = 0; i < data.length; i += 3) data.fill(data[i + 2]! === 120 ? 100 : 165, i, i + 3);
-    return fixture;
-  }
+  const softCode = (): Fixture => cleanCode(400, [100, 100, 100], [165, 165, 165]);
 
   it("repairs a code every family reads in every capture when ZXing's hybrid binarizer would read its flat blocks wrong, and the referees read it", async () => {
     // Weak modules alone do not trigger a repair (needsRepair below), but a mid-grey code's flat
