@@ -47,7 +47,8 @@ import sharp from 'sharp';
 import { decodeImage, encodePng } from '../../src/image/decode.ts';
 import type { RawImage } from '../../src/image/raw.ts';
 import { captureOf, captureSubject, familyParams, type Square } from '../../src/qr/capture-family.ts';
-import { ensureScannable, isRepairMode, SPARE_CHECK_SEED, type RepairMode } from '../../src/qr/guarantee.ts';
+import { ensureScannable, SPARE_CHECK_SEED } from '../../src/qr/guarantee.ts';
+import { isQrRepairMode, type QrRepairMode } from '../../src/qr/repair-modes.ts';
 import { CHECK_SEED, familyVerdict } from '../../src/qr/robustness.ts';
 import { jobControlImage, type JobControlImage } from '../../src/worker/control-image-runner.ts';
 import { settingsFor } from '../../src/worker/diffusion-runner.ts';
@@ -102,7 +103,7 @@ if (values.merge) {
 }
 const total = Number(values.images);
 const seed = Number(values.seed);
-const mode = values.mode as RepairMode;
+const mode = values.mode as QrRepairMode;
 const steps = Number(values.steps);
 const heldOut = Number(values['held-out']);
 const wholeImage = Number(values['whole-image']);
@@ -113,7 +114,7 @@ if (!(Number.isInteger(wholeImage) && wholeImage >= 0)) throw new Error('--whole
 const magick = Number(values.imagemagick);
 if (!(Number.isInteger(magick) && magick >= 0)) throw new Error('--imagemagick must be a whole number');
 if (magick > 0 && !imageMagickModelAvailable()) throw new Error('--imagemagick needs ImageMagick and zbarimg: apt-get install imagemagick zbar-tools');
-if (!isRepairMode(mode) || mode === 'off') throw new Error('--mode must be on_failure or always');
+if (!isQrRepairMode(mode) || mode === 'off') throw new Error('--mode must be on_failure or always');
 const [shard, shards] = values.shard.split('/').map(Number) as [number, number];
 if (!(Number.isInteger(shards) && shards >= 1 && Number.isInteger(shard) && shard >= 0 && shard < shards)) throw new Error('--shard must be I/N with 0 <= I < N');
 

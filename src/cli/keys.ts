@@ -2,7 +2,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { postgresLimits, type Config } from '../config.ts';
 import { addApiKey, AccountError, balanceOf, ensureUser, generateApiKey, grantCredits, listAccounts, revokeApiKey } from '../store/accounts.ts';
-import { openDatabase } from '../store/database.ts';
+import { openDatabase } from '../store/open-database.ts';
 
 const USAGE = `qr-art keys <action>
 

@@ -1,9 +1,8 @@
-import { DependencyUnavailableError } from '../util/unavailable.ts';
-
 /**
  * One SQL surface for both back ends: node-postgres against a server when DATABASE_URL
  * is set, PGlite (Postgres compiled to WASM, in-process) otherwise. Both speak the same
- * dialect, so migrations and queries are written once.
+ * dialect, so migrations and queries are written once. This file is the surface alone: the
+ * back ends implement it and open-database.ts picks one, so neither imports the other's side.
  */
 export interface QueryResult<Row> {
   rows: Row[];
@@ -42,43 +41,3 @@ export interface PostgresLimits {
 }
 
 export const DEFAULT_POSTGRES_LIMITS: PostgresLimits = { poolSize: 10, connectTimeoutMs: 2000, queryTimeoutMs: 3000 };
-
-export interface DatabaseOptions {
-  /** postgres://… — when absent the embedded PGlite database in dataDir is used. */
-  databaseUrl?: string | undefined;
-  limits?: PostgresLimits;
-  /** Folder for PGlite's files; 'memory://' keeps it in memory (tests). */
-  pgliteDir: string;
-}
-
-export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  const db = options.databaseUrl
-    ? await (await import('./postgres.ts')).openPostgres(options.databaseUrl, options.limits ?? DEFAULT_POSTGRES_LIMITS)
-    : await (await import('./pglite.ts')).openPglite(options.pgliteDir);
-  const { migrate } = await import('./migrations.ts');
-  try {
-    await migrate(db);
-  } catch (error) {
-    await db.close().catch(() => undefined);
-    throw error;
-  }
-  return db;
-}
-
-/**
- * openDatabase, waiting up to waitMs for a PostgreSQL server that cannot be reached yet (still
- * starting, failing over, restarting): a replica started meanwhile comes up with it instead of
- * exiting. Any other failure (bad credentials, a bad URL) is thrown at once.
- */
-export async function openDatabaseWaiting(options: DatabaseOptions, waitMs: number, onWaiting: (error: DependencyUnavailableError) => void): Promise<Database> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    try {
-      return await openDatabase(options);
-    } catch (error) {
-      if (!(error instanceof DependencyUnavailableError) || Date.now() >= deadline) throw error;
-      onWaiting(error);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-    }
-  }
-}
