@@ -4,10 +4,9 @@
  * the requested place on a canvas of the output size.
  */
 import { rawImage, type RawImage } from '../image/raw.ts';
-import type { QrCodePattern } from '../workflows/catalogue.ts';
 import { encodeQr, type ErrorCorrectionLevel, type QrMatrix } from './encode.ts';
 import { DEFAULT_QUIET_ZONE_MODULES, layoutQr, type Canvas, type Placement, type QrLayout } from './layout.ts';
-import { patternStyle } from './patterns.ts';
+import { patternStyle, type QrCodePattern } from './patterns.ts';
 import { drawQr } from './raster.ts';
 
 /** gray: #808080 outside the quiet zone, what QR Code Monster v2 expects; white: #FFFFFF. */

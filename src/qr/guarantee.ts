@@ -21,17 +21,13 @@
  * (sparedPassHolds); otherwise the next pass repairs those codewords too.
  */
 import type { RawImage } from '../image/raw.ts';
-import { isQrRepairMode, QR_REPAIR_MODES, type QrRepairMode } from '../workflows/catalogue.ts';
 import { CAPTURE_FAMILY, type Square } from './capture-family.ts';
+import { isQrRepairMode, QR_REPAIR_MODES, type QrRepairMode } from './repair-modes.ts';
 import { checkModules, DEFAULT_REPAIR_OPTIONS, repairModules, type ModuleCheck, type QrGeometry, type RepairOptions } from './repair/index.ts';
 import { captureRobustness, familyVerdict, type FamilyVerdict, type Robustness } from './robustness.ts';
 import type { ScanVerdict } from './scan.ts';
 
 export type { QrGeometry } from './repair/index.ts';
-
-/** The request's qrRepair levels (the workflow catalogue lists them, with each workflow's default). */
-export type RepairMode = QrRepairMode;
-export { QR_REPAIR_MODES as REPAIR_MODES, isQrRepairMode as isRepairMode };
 
 export interface GuaranteeResult {
   /** The image to deliver: the input itself when nothing was repaired, else a repaired copy. */
@@ -159,7 +155,7 @@ export function needsRepair(verdict: FamilyVerdict, modules: ModuleCheck): boole
  * Repair settings of pass p (1-based) for a placed square of `modules` modules: each pass asks for
  * more margin, contrast and area, and models a farther, blurrier capture.
  */
-export function passOptions(pass: number, mode: RepairMode = 'always', modules?: number): RepairOptions {
+export function passOptions(pass: number, mode: QrRepairMode = 'always', modules?: number): RepairOptions {
   const d = DEFAULT_REPAIR_OPTIONS;
   const k = pass - 1;
   return {
@@ -185,7 +181,7 @@ export async function ensureScannable(
   image: RawImage,
   expected: string,
   geometry: QrGeometry | undefined,
-  mode: RepairMode,
+  mode: QrRepairMode,
   options: GuaranteeOptions = {},
 ): Promise<GuaranteeResult> {
   if (!isQrRepairMode(mode)) throw new RangeError(`unknown repair mode ${String(mode)}; one of ${QR_REPAIR_MODES.join(', ')}`);

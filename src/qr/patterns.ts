@@ -9,7 +9,16 @@
  *   shapes), so the 1:1:3:1:1 runs through their centres are exact;
  * - timing modules use a fuller shape than the data where the family's shape is small.
  */
-import type { QrCodePattern } from '../workflows/catalogue.ts';
+/** Values of qrCodePartern, in the order the docs and the sheet list them. */
+export const QR_CODE_PATTERNS = [
+  's1', 's2', 's3',
+  'rd1', 'rd2', 'rd3',
+  'd1', 'd2', 'd3',
+  'r1', 'r2', 'r3',
+  'c1', 'c2', 'c3',
+  'sq1', 'sq2', 'sq3',
+] as const;
+export type QrCodePattern = (typeof QR_CODE_PATTERNS)[number];
 
 /** Corner radii in modules: top-left, top-right, bottom-right, bottom-left, as drawn. */
 export type CornerRadii = readonly [number, number, number, number];

@@ -5,14 +5,15 @@
  * PNG of the image delivered; other images (outpainting) just the PNG.
  */
 import { encodePng } from '../image/decode.ts';
-import { ensureScannable, type QrGeometry, type RepairMode } from '../qr/guarantee.ts';
+import { ensureScannable, type QrGeometry } from '../qr/guarantee.ts';
+import type { QrRepairMode } from '../qr/repair-modes.ts';
 import { fromWire, type WireImage } from './inference-protocol.ts';
 
 /** How to check an image for its code. */
 export interface ScanTask {
   readonly expected: string;
   readonly geometry: QrGeometry | undefined;
-  readonly mode: RepairMode;
+  readonly mode: QrRepairMode;
   readonly codeSide: number;
 }
 

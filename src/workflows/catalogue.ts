@@ -4,11 +4,14 @@
  *
  * Every number that governs validation or pricing (ranges, defaults, costs, text/URL limits)
  * lives in this file, so a maintainer edits one place. The output-size table is in sizes.ts
- * (spec 4.1.3) and the preset names in presets.ts (spec 4.4). docs/workflows.md documents
- * the same numbers for clients; keep them in step.
+ * (spec 4.1.3), the preset names in presets.ts (spec 4.4), and the pattern names and qrRepair
+ * levels with the QR layer that draws and repairs them (qr/patterns.ts, qr/repair-modes.ts;
+ * re-exported here). docs/workflows.md documents the same numbers for clients; keep them in step.
  */
 import type { ControlBackground } from '../qr/control-image.ts';
 import type { ErrorCorrectionLevel } from '../qr/encode.ts';
+import type { QrCodePattern } from '../qr/patterns.ts';
+import type { QrRepairMode } from '../qr/repair-modes.ts';
 import { isWorkflowName, type WorkflowName } from './names.ts';
 import { MAX_OUTPUT_AREA, MAX_OUTPUT_SIDE, type AspectRatio, type Resolution } from './sizes.ts';
 
@@ -56,28 +59,11 @@ export type V5Model = (typeof V5_MODELS)[number];
 export const ENHANCE_VALUES = ['face'] as const;
 export type EnhanceValue = (typeof ENHANCE_VALUES)[number];
 
-/** Values of qrCodePartern (the field name is spelled as in the spec). */
-export const QR_CODE_PATTERNS = [
-  's1', 's2', 's3',
-  'rd1', 'rd2', 'rd3',
-  'd1', 'd2', 'd3',
-  'r1', 'r2', 'r3',
-  'c1', 'c2', 'c3',
-  'sq1', 'sq2', 'sq3',
-] as const;
-export type QrCodePattern = (typeof QR_CODE_PATTERNS)[number];
+/** Values of qrCodePartern (the field name is spelled as in the spec): the QR layer's 18 patterns. */
+export { QR_CODE_PATTERNS, type QrCodePattern } from '../qr/patterns.ts';
 
-/**
- * Values of qrRepair: what the worker does to an output image a phone might not read
- * (docs/scan-repair.md). off: deliver as generated, isScanables only reports; on_failure: repair
- * the misread modules of an image that fails the scan check; always: repair every image.
- */
-export const QR_REPAIR_MODES = ['off', 'on_failure', 'always'] as const;
-export type QrRepairMode = (typeof QR_REPAIR_MODES)[number];
-
-export function isQrRepairMode(value: unknown): value is QrRepairMode {
-  return typeof value === 'string' && (QR_REPAIR_MODES as readonly string[]).includes(value);
-}
+/** Values of qrRepair: the QR layer's repair levels (docs/scan-repair.md). */
+export { isQrRepairMode, QR_REPAIR_MODES, type QrRepairMode } from '../qr/repair-modes.ts';
 
 export const OUTPAINTING_TYPES = ['one_shot', 'multi_shots'] as const;
 export type OutpaintingType = (typeof OUTPAINTING_TYPES)[number];
