@@ -169,6 +169,21 @@ export class GraphBuilder {
     return this.op('Cast', [x], { to: dataTypeOf(to) });
   }
 
+  /** k×k average pool with stride k (ceil: a partial edge cell is pooled too). */
+  avgPool(x: Value, k: number): Value {
+    return this.op('AveragePool', [x], { kernel_shape: [k, k], strides: [k, k], ceil_mode: 1 });
+  }
+
+  /** Bilinear resize of x to `sizes` ([N,C,h,w] int64). */
+  resizeTo(x: Value, sizes: Value): Value {
+    return this.op('Resize', [x, '', '', sizes], { mode: 'linear' });
+  }
+
+  /** The [N,C,h,w] sizes `shape` holds, with C replaced by `channels`. */
+  sizesWithChannels(shape: Value, channels: number): Value {
+    return this.op('Concat', [this.slice(shape, 0, 0, 1), this.i64([channels]), this.slice(shape, 0, 2, 4)], { axis: 0 });
+  }
+
   build(opts: { docString?: string; opset?: number } = {}): Uint8Array {
     return encodeModel({
       graph: {

@@ -1,5 +1,5 @@
 /**
- * A "heavy" demo UNet for benchmarks: the demo UNet (sd15.ts, same inputs, outputs and
+ * A "heavy" demo UNet for benchmarks: the demo UNet (unet.ts, same inputs, outputs and
  * out_sample values) plus a stack of 3×3 convolutions at latent resolution (4 → C → … → C → 4,
  * ReLU between, random but fixed weights) whose result is multiplied by zero and added to
  * out_sample. The images are the demo UNet's; only the compute per call grows, so a step costs
@@ -20,7 +20,7 @@ import { fuseControlNet } from '../../src/onnx/fuse.ts';
 import { decodeModel, encodeModel } from '../../src/onnx/proto.ts';
 import { GraphBuilder, type Value } from './graph.ts';
 import { useSeparatePair, writeManifestVariant } from './manifest-variants.ts';
-import { buildControlNet, buildUnet, buildUnetInpaint } from './sd15.ts';
+import { buildControlNet, buildUnet, buildUnetInpaint } from './unet.ts';
 import { mulberry32 } from '../../src/util/mulberry32.ts';
 
 export interface HeavyOptions {

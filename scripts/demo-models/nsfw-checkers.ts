@@ -1,6 +1,6 @@
 /**
  * Demo NSFW checkers with the contracts of real exports other than SD's safety checker, judging
- * the demo's own NSFW signal: like the demo safety checker (sd15.ts), they measure the distance d
+ * the demo's own NSFW signal: like the demo safety checker (safety-checker.ts), they measure the distance d
  * of the input's mean colour from magenta, which only the `nsfwdemo` trigger paints (MAGENTA_CAP
  * keeps ordinary images at d ≥ 0.41; trigger images measure d ≤ 0.11).
  *
@@ -17,7 +17,7 @@
  *   (ViTImageProcessor: 224×224, bilinear, mean = std = 0.5).
  */
 import { GraphBuilder, type Value } from './graph.ts';
-import { CLIP_MEAN, CLIP_STD, MAGENTA_DISTANCE } from './sd15.ts';
+import { CLIP_MEAN, CLIP_STD, MAGENTA_DISTANCE } from './safety-checker.ts';
 
 export const CONCEPTS = 17;
 const CONCEPT_WEIGHTS = Array.from({ length: CONCEPTS }, (_, k) => 0.25 + (0.75 * k) / (CONCEPTS - 1));

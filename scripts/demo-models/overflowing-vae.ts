@@ -1,5 +1,5 @@
 /**
- * A VAE decoder that overflows the way an fp16 export can: the demo decoder (sd15.ts), plus a
+ * A VAE decoder that overflows the way an fp16 export can: the demo decoder (vae.ts), plus a
  * term that is 0 while every latent times OVERFLOW_GAIN fits in float16 and NaN as soon as one
  * does not (the product is cast to float16 and back, where it became Inf, and Inf − Inf is NaN).
  * The NaN spreads to every pixel, as a real overflow inside the decoder's convolutions would.
@@ -8,7 +8,7 @@
  * Contract: the demo decoder's (latent_sample float32 [B,4,h,w] → sample float32 [B,3,8h,8w]).
  */
 import { DataType, decodeModel, encodeModel, node, tensor } from '../../src/onnx/proto.ts';
-import { buildVaeDecoder } from './sd15.ts';
+import { buildVaeDecoder } from './vae.ts';
 
 /** Latents above 65504 / OVERFLOW_GAIN ≈ 0.066 in magnitude overflow. */
 export const OVERFLOW_GAIN = 1e6;

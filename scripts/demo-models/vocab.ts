@@ -6,7 +6,7 @@
  * Layout follows CLIP's: ids 0..255 are the byte characters and 256..511 the same with `</w>`
  * (so single characters get their real CLIP ids and nothing is ever unknown), learned tokens
  * from 512 in merge order, and the special tokens at their real ids 49406/49407.
- * The demo text encoder (sd15.ts) gives meaning to a few fixed ids, so the words that reach
+ * The demo text encoder (text-encoder.ts) gives meaning to a few fixed ids, so the words that reach
  * them are pinned there: the colour words at COLOUR_TOKEN_IDS and `nsfwdemo` at
  * NSFW_TRIGGER_ID, each as one whole-word token (extra merges are appended when the learned
  * ones do not already make it one token).
@@ -31,7 +31,7 @@ import {
   preTokenize,
   toByteLevel,
 } from '../../src/pipeline/tokenizer.ts';
-import { COLOUR_TOKEN_IDS, NSFW_TRIGGER_ID } from './sd15.ts';
+import { COLOUR_TOKEN_IDS, NSFW_TRIGGER_ID } from './text-encoder.ts';
 
 export const DEMO_MERGES = 400;
 

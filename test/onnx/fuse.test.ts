@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildControlNet, buildDenoiser, buildUnet } from '../../scripts/demo-models/sd15.ts';
+import { buildControlNet, buildDenoiser, buildUnet } from '../../scripts/demo-models/unet.ts';
 import { FuseError, fuseControlNet } from '../../src/onnx/fuse.ts';
 import { readModelFile, writeModelFile } from '../../src/onnx/model-file.ts';
 import { encodeModel, type ModelProto } from '../../src/onnx/proto.ts';

@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildLayerNormTextEncoder, FINAL_NORM_BIAS, FINAL_NORM_EPS, FINAL_NORM_SCALE } from '../../scripts/demo-models/layer-norm-text-encoder.ts';
 import { type ManifestJson, writeManifestVariant } from '../../scripts/demo-models/manifest-variants.ts';
-import { buildTextEncoder } from '../../scripts/demo-models/sd15.ts';
+import { buildTextEncoder } from '../../scripts/demo-models/text-encoder.ts';
 import { rawImage } from '../../src/image/raw.ts';
 import { encodePrompts } from '../../src/pipeline/diffusion-parts.ts';
 import { loadManifest } from '../../src/pipeline/manifest.ts';

@@ -7,22 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildDemoModels } from '../../scripts/demo-models/build.ts';
-import {
-  BOS_ID,
-  CAPTION_IDS,
-  CAPTION_VOCAB,
-  CLIP_MEAN,
-  CLIP_STD,
-  COLOUR_TOKEN_IDS,
-  CONTROLNET_RESIDUALS,
-  DECODER_MIX,
-  DEMO_GRAPHS,
-  EOS_ID,
-  LATENT_SCALE,
-  NSFW_TRIGGER_ID,
-  captionTokenizerJson,
-} from '../../scripts/demo-models/sd15.ts';
+import { buildDemoModels, DEMO_GRAPHS } from '../../scripts/demo-models/build.ts';
+import { CAPTION_IDS, CAPTION_VOCAB, captionTokenizerJson } from '../../scripts/demo-models/captioner.ts';
+import { DECODER_MIX, LATENT_SCALE } from '../../scripts/demo-models/latent-space.ts';
+import { CLIP_MEAN, CLIP_STD } from '../../scripts/demo-models/safety-checker.ts';
+import { BOS_ID, COLOUR_TOKEN_IDS, EOS_ID, NSFW_TRIGGER_ID } from '../../scripts/demo-models/text-encoder.ts';
+import { CONTROLNET_RESIDUALS } from '../../scripts/demo-models/unet.ts';
 
 type Feeds = Record<string, ort.Tensor>;
 type Meta = { name: string; type: string; shape: (number | string)[] };

@@ -11,7 +11,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ManifestJson, writeManifestVariant } from '../../scripts/demo-models/manifest-variants.ts';
 import { buildOverflowingVaeDecoder } from '../../scripts/demo-models/overflowing-vae.ts';
-import { buildVaeDecoder } from '../../scripts/demo-models/sd15.ts';
+import { buildVaeDecoder } from '../../scripts/demo-models/vae.ts';
 import { rawImage } from '../../src/image/raw.ts';
 import { encodeModel } from '../../src/onnx/proto.ts';
 import { vaeDecode } from '../../src/pipeline/diffusion-parts.ts';

@@ -11,7 +11,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COLOUR_WORD_LIST, MAGENTA_CAP, MAGENTA_DISTANCE } from '../../scripts/demo-models/sd15.ts';
+import { MAGENTA_CAP } from '../../scripts/demo-models/latent-space.ts';
+import { MAGENTA_DISTANCE } from '../../scripts/demo-models/safety-checker.ts';
+import { COLOUR_WORD_LIST } from '../../scripts/demo-models/text-encoder.ts';
 import { DEMO_CORPUS } from '../../scripts/demo-models/vocab.ts';
 import { rawImage, type RawImage } from '../../src/image/raw.ts';
 import { clipCrop, detectNsfw } from '../../src/pipeline/nsfw.ts';

@@ -15,7 +15,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROWS } from '../../scripts/demo-models/exports/seams.ts';
 import { useSeparatePair, writeManifestVariant, type ManifestJson } from '../../scripts/demo-models/manifest-variants.ts';
-import { buildControlNet } from '../../scripts/demo-models/sd15.ts';
+import { buildControlNet } from '../../scripts/demo-models/unet.ts';
 import { writeModelFile } from '../../src/onnx/model-file.ts';
 import { loadManifest } from '../../src/pipeline/manifest.ts';
 import { createSessions, type DiffusionModel, type PipelineSessions } from '../../src/pipeline/sessions.ts';

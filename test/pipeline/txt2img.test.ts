@@ -5,7 +5,8 @@
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildControlNet, buildUnet, COLOUR_TOKEN_IDS, NSFW_TRIGGER_ID } from '../../scripts/demo-models/sd15.ts';
+import { COLOUR_TOKEN_IDS, NSFW_TRIGGER_ID } from '../../scripts/demo-models/text-encoder.ts';
+import { buildControlNet, buildUnet } from '../../scripts/demo-models/unet.ts';
 import type { RawImage } from '../../src/image/raw.ts';
 import { loadManifest } from '../../src/pipeline/manifest.ts';
 import { detectNsfw } from '../../src/pipeline/nsfw.ts';

@@ -16,7 +16,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROWS } from '../../scripts/demo-models/exports/seams.ts';
 import { facePattern } from '../../scripts/demo-models/face-pattern.ts';
-import { buildVaeEncoder } from '../../scripts/demo-models/sd15.ts';
+import { buildVaeEncoder } from '../../scripts/demo-models/vae.ts';
 import { rawImage } from '../../src/image/raw.ts';
 import { encodeModel, node, valueInfo } from '../../src/onnx/proto.ts';
 import { loadManifest } from '../../src/pipeline/manifest.ts';

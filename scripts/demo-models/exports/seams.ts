@@ -12,7 +12,8 @@ import { encodeModel, type ModelProto } from '../../../src/onnx/proto.ts';
 import { addScaleInput } from '../../../src/onnx/scale-wrap.ts';
 import { replaceNormalDraws } from '../../../src/onnx/vae-mean.ts';
 import { writeManifestVariant, type ManifestJson } from '../manifest-variants.ts';
-import { buildControlNet, buildUnet, buildVaeEncoder } from '../sd15.ts';
+import { buildControlNet, buildUnet } from '../unet.ts';
+import { buildVaeEncoder } from '../vae.ts';
 import { copyModel, withHalfBody, withHalfIo, withLatentParameters, withoutScaleInput, withSamplingEncoder } from './graph-variants.ts';
 import type { ExportRow } from './row.ts';
 

@@ -3,7 +3,7 @@
  * 13-residual ControlNet + ControlNet-ready UNet pair with a conditioning_scale input as
  * docs/models.md §2.2's script exports it (OnnxStack/Amuse's layout; the pair without the scale
  * input is in seams.ts), and the demo graphs of scripts/demo-models (models/demo) the shipped
- * manifest serves. Verified against this repository's src/onnx/fuse.ts and scripts/demo-models/sd15.ts.
+ * manifest serves. Verified against this repository's src/onnx/fuse.ts and the builders scripts/demo-models/build.ts lists.
  */
 import { CONTROL_RESIDUALS } from '../../pipeline/roles.ts';
 import type { ExportContract } from './contract.ts';
