@@ -31,7 +31,7 @@
  */
 import type { ModelProto, NodeProto, GraphProto, TensorProto, ValueInfoProto } from './proto.ts';
 import { DataType, elementTypeOf, newModel, node, tensor, tensorTypeOf, valueInfo, type ElementType } from './proto.ts';
-import { CONTROL_RESIDUALS } from '../pipeline/roles.ts';
+import { CONTROL_RESIDUALS } from './control-residuals.ts';
 import { create } from '@bufbuild/protobuf';
 import { GraphProtoSchema, OperatorSetIdProtoSchema, StringStringEntryProtoSchema } from 'onnx-buf';
 

@@ -14,7 +14,7 @@
  * external data is followed and rewritten by model-file.ts.
  */
 import { DataType, node, tensorTypeOf, valueInfo, type GraphProto, type ModelProto, type NodeProto } from './proto.ts';
-import { CONTROL_RESIDUALS } from '../pipeline/roles.ts';
+import { CONTROL_RESIDUALS } from './control-residuals.ts';
 
 export class ScaleWrapError extends Error {
   override readonly name = 'ScaleWrapError';

@@ -21,10 +21,10 @@
  */
 import ort from 'onnxruntime-node';
 import type { RawImage } from '../image/raw.ts';
+import { CONTROL_RESIDUALS } from '../onnx/control-residuals.ts';
 import type { DeviceIo } from './device-io.ts';
 import type { GraphSession } from './graph-session.ts';
 import { embedsGuidance, guidanceCondTensor } from './lcm-guidance.ts';
-import { CONTROL_RESIDUALS } from './roles.ts';
 import { checkSeparatePair } from './seams.ts';
 import { floatTensor, packRgbPlanar, packRgbPlanarBytes, product, toFloat32 } from './tensors.ts';
 

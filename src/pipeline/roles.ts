@@ -3,18 +3,8 @@
  * sizes real exports use (design notes §4). GraphSession.bind checks a session against these at
  * start, so a wrong export fails at boot naming the file, not in the middle of a job.
  */
+import { CONTROL_RESIDUALS } from '../onnx/control-residuals.ts';
 import type { GraphRole } from './manifest.ts';
-
-/** SD1.5's 13 ControlNet residuals, in UNet input order: [name, channels, downsampling]. */
-export const CONTROL_RESIDUALS: readonly { readonly role: string; readonly channels: number; readonly factor: number }[] = [
-  ...(
-    [
-      [320, 1], [320, 1], [320, 1], [320, 2], [640, 2], [640, 2],
-      [640, 4], [1280, 4], [1280, 4], [1280, 8], [1280, 8], [1280, 8],
-    ] as const
-  ).map(([channels, factor], i) => ({ role: `down_block_${i}_additional_residual`, channels, factor })),
-  { role: 'mid_block_additional_residual', channels: 1280, factor: 8 },
-];
 
 export const FLOATS = ['float32', 'float16'];
 export const TIMESTEP_TYPES = ['float32', 'float16', 'float64', 'int64', 'int32'];

@@ -15,9 +15,8 @@
  *              residual values a step through JavaScript fp16 conversion. `qr-art models fuse`
  *              bridges them with Cast nodes inside the one graph it writes.
  */
-import type { GraphSession } from './graph-session.ts';
-import { GraphSessionError } from './graph-session.ts';
-import { CONTROL_RESIDUALS } from './roles.ts';
+import { CONTROL_RESIDUALS } from '../onnx/control-residuals.ts';
+import { GraphSessionError, type GraphSession } from './graph-session.ts';
 
 /** Where a pair disagrees on precision: [what, ControlNet dtype, UNet dtype]. */
 export function seamMismatches(unet: GraphSession, controlnet: GraphSession): [string, string, string][] {

@@ -12,6 +12,7 @@ const LOWER_LAYERS: Readonly<Record<string, readonly string[]>> = {
   util: [],
   net: ['util'],
   image: ['net', 'util'],
+  onnx: ['util'],
   qr: ['image', 'util'],
   workflows: ['qr', 'image', 'util'],
 };

@@ -15,7 +15,7 @@
  * huggingface/optimum optimum/utils/input_generators.py at 83c88b8). A full LCM UNet exported by
  * optimum has no ControlNet residual inputs and is refused like any optimum UNet (optimum.ts).
  */
-import { CONTROL_RESIDUALS } from '../../pipeline/roles.ts';
+import { CONTROL_RESIDUALS } from '../../onnx/control-residuals.ts';
 import type { ExportContract, ExportFacts, IoFacts } from './contract.ts';
 import { FLOAT, isGraph } from './match.ts';
 

@@ -5,7 +5,7 @@
  * input is in seams.ts), and the demo graphs of scripts/demo-models (models/demo) the shipped
  * manifest serves. Verified against this repository's src/onnx/fuse.ts and the builders scripts/demo-models/build.ts lists.
  */
-import { CONTROL_RESIDUALS } from '../../pipeline/roles.ts';
+import { CONTROL_RESIDUALS } from '../../onnx/control-residuals.ts';
 import type { ExportContract } from './contract.ts';
 import { F32, FLOAT, graphMatches, IDS, TIMESTEP, type IoPattern } from './match.ts';
 
