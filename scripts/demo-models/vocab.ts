@@ -20,9 +20,7 @@ import { pathToFileURL } from 'node:url';
 import {
   bpe,
   byteAlphabet,
-  DEFAULT_BOS_ID,
   DEFAULT_BOS_TOKEN,
-  DEFAULT_EOS_ID,
   DEFAULT_EOS_TOKEN,
   END_OF_WORD,
   mergeKey,
@@ -30,7 +28,8 @@ import {
   normalizeText,
   preTokenize,
   toByteLevel,
-} from '../../src/pipeline/tokenizer.ts';
+} from '../../src/pipeline/clip-bpe.ts';
+import { DEFAULT_BOS_ID, DEFAULT_EOS_ID } from '../../src/pipeline/tokenizer.ts';
 import { COLOUR_TOKEN_IDS, NSFW_TRIGGER_ID } from './text-encoder.ts';
 
 export const DEMO_MERGES = 400;

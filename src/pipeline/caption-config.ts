@@ -13,7 +13,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ScoreRules } from './caption-scores.ts';
-import { bytesToUnicode } from './tokenizer.ts';
+import { bytesToUnicode } from './clip-bpe.ts';
 
 export type TokenJoin = 'byte_level' | 'wordpiece' | 'metaspace' | 'words';
 

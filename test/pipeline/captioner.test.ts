@@ -14,7 +14,7 @@ import { rawImage, type RawImage } from '../../src/image/raw.ts';
 import { decodeCaption, loadCaptionerConfig, parseCaptionTokenizer, parsePreprocessor } from '../../src/pipeline/caption-config.ts';
 import { capCaption, captionImage, MAX_CAPTION_CHARS } from '../../src/pipeline/captioner.ts';
 import { type ModelSessions, type PipelineSessions } from '../../src/pipeline/sessions.ts';
-import { bytesToUnicode } from '../../src/pipeline/tokenizer.ts';
+import { bytesToUnicode } from '../../src/pipeline/clip-bpe.ts';
 
 const CAPTIONER_DIR = fileURLToPath(new URL('../../models/demo/captioner', import.meta.url));
 

@@ -4,16 +4,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDemoTokenizer, DEMO_CORPUS, learnMerges } from '../../scripts/demo-models/vocab.ts';
-import {
-  bpe,
-  byteAlphabet,
-  bytesToUnicode,
-  ClipTokenizer,
-  mergeRanks,
-  normalizeText,
-  parseMergesTxt,
-  toByteLevel,
-} from '../../src/pipeline/tokenizer.ts';
+import { bpe, byteAlphabet, bytesToUnicode, mergeRanks, normalizeText, toByteLevel } from '../../src/pipeline/clip-bpe.ts';
+import { parseMergesTxt } from '../../src/pipeline/tokenizer-files.ts';
+import { ClipTokenizer } from '../../src/pipeline/tokenizer.ts';
 
 const BOS = 49406;
 const EOS = 49407;
