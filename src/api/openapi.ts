@@ -1,10 +1,11 @@
 /**
  * The OpenAPI 3.1 document served at /openapi.json and rendered by Swagger UI at /docs.
  *
- * Request schemas are generated from the same zod schemas that validate requests, and the
- * examples (openapi-examples.ts) are run through the real validator (parseCreateBody) and the
- * real error builders, so what /docs shows is what the service does: test/api/openapi.test.ts
- * checks every example against both the document's schemas and the validator.
+ * Request schemas are generated from the same zod schemas that validate requests (the response
+ * bodies' schemas are in openapi-schemas.ts), and the examples (openapi-examples.ts) are run
+ * through the real validator (parseCreateBody) and the real error builders, so what /docs shows
+ * is what the service does: test/api/openapi.test.ts checks every example against both the
+ * document's schemas and the validator.
  */
 import { z } from 'zod';
 import { WORKFLOWS, type WorkflowName } from '../workflows/names.ts';
@@ -13,7 +14,6 @@ import {
   CREATE_EXAMPLES,
   EXAMPLE_ID,
   errorExamples,
-  LISTED_FIELDS,
   listExample,
   parsedExample,
   PREVIEW_WORKFLOWS,
@@ -22,129 +22,10 @@ import {
   type ErrorExample,
 } from './openapi-examples.ts';
 import { invalidRequest } from './errors.ts';
+import { RESPONSE_SCHEMAS } from './openapi-schemas.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination.ts';
 
 const jsonSchema = (schema: z.ZodType) => z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' });
-
-// ---------------------------------------------------------------------------
-// Schemas
-// ---------------------------------------------------------------------------
-
-const errorBody = {
-  type: 'object',
-  required: ['success', 'error'],
-  properties: {
-    success: { const: false },
-    error: {
-      type: 'object',
-      required: ['code', 'message', 'details'],
-      properties: {
-        code: { type: 'string', description: 'machine-readable; the codes and when each is sent are listed in docs/api.md' },
-        message: { type: 'string' },
-        details: {
-          type: 'array',
-          description: 'which field (a body field, or a header such as x-api-key) broke which rule; empty when no field is to blame',
-          items: {
-            type: 'object',
-            required: ['field', 'rule'],
-            properties: { field: { type: 'string' }, rule: { type: 'string' }, message: { type: 'string' } },
-          },
-        },
-      },
-    },
-  },
-};
-
-const record = {
-  type: 'object',
-  properties: {
-    id: { type: 'string' },
-    userId: { type: 'string' },
-    createdAt: { type: 'string', format: 'date-time' },
-    startedAt: { type: ['string', 'null'], format: 'date-time' },
-    updatedAt: { type: 'string', format: 'date-time' },
-    completedAt: { type: ['string', 'null'], format: 'date-time' },
-    status: { enum: ['queued', 'executing', 'executed', 'failed'] },
-    input: { type: 'object', description: 'the normalized request, defaults filled in and seed resolved' },
-    output: {
-      description:
-        '"" while queued or executing; {"images":[url,…]} when executed (QR workflows add "scanRobustness", per image the share of simulated phone captures that read the code; outpainting without a prompt adds "caption", the text used as the prompt); "NSFW contents detected!" when rejected for NSFW',
-      oneOf: [
-        { type: 'string' },
-        { type: 'object', properties: { images: { type: 'array', items: { type: 'string', format: 'uri' } }, caption: { type: 'string' }, scanRobustness: { type: 'array', items: { type: 'number', minimum: 0, maximum: 1 } } }, required: ['images'] },
-      ],
-    },
-    error: {
-      oneOf: [{ type: 'null' }, { type: 'object', properties: { code: { type: 'string' }, message: { type: 'string' } } }],
-    },
-    refunded: { type: 'boolean' },
-    creditType: { const: 'API_CREDITS' },
-    isScanables: { type: 'array', items: { type: 'boolean' } },
-    credits: { type: 'number' },
-  },
-};
-
-const envelope = { type: 'object', required: ['success', 'data'], properties: { success: { const: true }, data: { $ref: '#/components/schemas/Prediction' } } };
-
-const listPage = {
-  type: 'object',
-  required: ['data'],
-  properties: {
-    data: {
-      type: 'object',
-      required: ['docs', 'totalDocs', 'offset', 'limit', 'totalPages', 'page', 'pagingCounter', 'hasPrevPage', 'hasNextPage', 'prevPage', 'nextPage'],
-      properties: {
-        docs: {
-          type: 'array',
-          description: `newest first; each item carries ${LISTED_FIELDS.join(', ')} (spec 2.3)`,
-          items: { $ref: '#/components/schemas/Prediction' },
-        },
-        totalDocs: { type: 'integer', minimum: 0 },
-        offset: { type: 'integer', minimum: 0 },
-        limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
-        totalPages: { type: 'integer', minimum: 1 },
-        page: { type: 'integer', minimum: 1 },
-        pagingCounter: { type: 'integer', minimum: 1 },
-        hasPrevPage: { type: 'boolean' },
-        hasNextPage: { type: 'boolean' },
-        prevPage: { type: ['integer', 'null'] },
-        nextPage: { type: ['integer', 'null'] },
-      },
-    },
-  },
-};
-
-const quote = {
-  type: 'object',
-  required: ['success', 'data'],
-  properties: {
-    success: { const: true },
-    data: {
-      type: 'object',
-      required: ['workflow', 'credits', 'input'],
-      properties: {
-        workflow: { enum: [...WORKFLOWS] },
-        credits: { type: 'number', description: 'what the create would charge, in credits (two decimals)' },
-        input: { type: 'object', description: 'the normalized request: defaults filled in; seed stays absent when the body has none' },
-      },
-    },
-  },
-};
-
-const qrLayout = {
-  type: 'object',
-  required: ['width', 'height', 'codeSide', 'x', 'y', 'version'],
-  description: 'where the code sits on the full-size output, in output pixels',
-  properties: {
-    width: { type: 'integer', description: 'output width' },
-    height: { type: 'integer', description: 'output height' },
-    x: { type: 'integer', description: "left edge of the code's square, quiet zone included" },
-    y: { type: 'integer', description: "top edge of the code's square, quiet zone included" },
-    side: { type: 'integer', description: "side of the code's square, quiet zone included" },
-    codeSide: { type: 'integer', description: "the modules' extent, quiet zone excluded" },
-    version: { type: 'integer', minimum: 1, maximum: 40, description: 'QR version (size) the content needed' },
-  },
-};
 
 // ---------------------------------------------------------------------------
 // Responses and parameters
@@ -248,7 +129,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     ],
     components: {
       securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' } },
-      schemas: { Error: errorBody, Prediction: record, PredictionEnvelope: envelope, PredictionPage: listPage, Quote: quote, QrLayout: qrLayout, ...requestComponents },
+      schemas: { ...RESPONSE_SCHEMAS, ...requestComponents },
     },
     security: [{ apiKey: [] }],
     paths: {
