@@ -110,7 +110,7 @@ const quote = {
 
 const qrLayout = {
   type: 'object',
-  required: ['width', 'height', 'codeSide', 'x', 'y', 'version'],
+  required: ['width', 'height', 'x', 'y', 'side', 'codeSide', 'version'],
   description: 'where the code sits on the full-size output, in output pixels',
   properties: {
     width: { type: 'integer', description: 'output width' },

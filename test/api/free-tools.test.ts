@@ -1,6 +1,7 @@
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestStack, type TestStack } from '../helpers/service.ts';
+import { RESPONSE_SCHEMAS } from '../../src/api/openapi-schemas.ts';
 import { parseCreateBody } from '../../src/workflows/validate.ts';
 import { controlPlanFor } from '../../src/workflows/control.ts';
 import { renderControlImage } from '../../src/qr/control-image.ts';
@@ -34,6 +35,9 @@ describe('the keyless preview and quote', () => {
     if (plan.kind !== 'content') throw new Error('v5 has a content plan');
     const control = renderControlImage(plan);
     expect(layout).toEqual({ width: plan.canvas.width, height: plan.canvas.height, codeSide: control.layout.codePixels, ...plan.placement, version: control.matrix.version });
+    // Every field the document promises, and only those.
+    expect(Object.keys(layout).sort()).toEqual([...RESPONSE_SCHEMAS.QrLayout.required].sort());
+    expect(Object.keys(layout).sort()).toEqual(Object.keys(RESPONSE_SCHEMAS.QrLayout.properties).sort());
     expect(Number(response.headers.get('x-credits'))).toBe(parsed.value.costCents / 100);
     const full = await sharp(await encodePng(control.image)).resize(meta.width, meta.height, { fit: 'fill' }).greyscale().raw().toBuffer();
     const got = await sharp(png).greyscale().raw().toBuffer();

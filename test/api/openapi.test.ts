@@ -253,7 +253,7 @@ describe('the issue-15 endpoints, as the contract has them', () => {
     const ok = op.responses['200'];
     expect(Object.keys(ok.content)).toEqual(['image/png']);
     expect(Object.keys(ok.headers).sort()).toEqual(['x-credits', 'x-qr-layout']);
-    expect(resolvePointer(ok.headers['x-qr-layout'].schema.contentSchema.$ref)).toMatchObject({ required: ['width', 'height', 'codeSide', 'x', 'y', 'version'] });
+    expect(resolvePointer(ok.headers['x-qr-layout'].schema.contentSchema.$ref)).toMatchObject({ required: ['width', 'height', 'x', 'y', 'side', 'codeSide', 'version'] });
     const rules = Object.values<Json>(op.responses['400'].content['application/json'].examples).flatMap((e) => e.value.error.details.map((d: Json) => d.rule));
     expect(rules).toContain('workflow_has_preview');
     expect(op.responses['429']).toBeDefined();
