@@ -6,18 +6,18 @@
  * schemas and examples with ajv's JSON Schema 2020-12 validator (the dialect OpenAPI 3.1
  * schemas use); ajv is a dev dependency of ours (fastify validates with it too).
  */
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../../src/api/openapi.ts';
 import { CREATE_EXAMPLES } from '../../src/api/openapi-examples.ts';
 import { catalogue } from '../../src/workflows/catalogue.ts';
 import { WORKFLOWS, type WorkflowName } from '../../src/workflows/names.ts';
 import { parseCreateBody } from '../../src/workflows/validate.ts';
+import { DOC_ID, rewriteRefs, schemaValidator } from '../helpers/openapi-schemas.ts';
 
 type Json = Record<string, any>;
 
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
-const DOC_ID = 'urn:qr-art:openapi';
 
 const doc = buildOpenApiDocument() as Json;
 
@@ -71,33 +71,12 @@ function allRefs(node: unknown, out: string[] = []): string[] {
   return out;
 }
 
-/**
- * ajv for OpenAPI 3.1 schemas: strict (a misspelt keyword is an error), with OpenAPI's own
- * schema keywords declared, and the document's components reachable at DOC_ID.
- */
-function schemaValidator() {
-  const ajv = new Ajv2020({ strict: true, strictTypes: false, allErrors: true, validateFormats: false });
-  ajv.addVocabulary(['example', 'discriminator', 'xml', 'externalDocs']);
-  // Each zod-generated component names its dialect at its top; inside a bundle that is the bundle's.
-  const schemas = Object.fromEntries(Object.entries<Json>(doc.components.schemas).map(([name, { $schema: _dialect, ...schema }]) => [name, schema]));
-  ajv.addSchema({ $id: DOC_ID, $defs: rewriteRefs(schemas) });
-  return ajv;
-}
-
-function rewriteRefs(node: unknown): any {
-  if (Array.isArray(node)) return node.map(rewriteRefs);
-  if (node === null || typeof node !== 'object') return node;
-  return Object.fromEntries(
-    Object.entries(node).map(([key, value]) => [key, key === '$ref' && typeof value === 'string' ? value.replace('#/components/schemas/', `${DOC_ID}#/$defs/`) : rewriteRefs(value)]),
-  );
-}
-
 const createOperation = () => doc.paths['/v1/predictions/queue'].post;
 
 describe('the OpenAPI document', () => {
   let ajv: Ajv2020;
   beforeAll(() => {
-    ajv = schemaValidator();
+    ajv = schemaValidator(doc);
   });
 
   it('has the top-level shape OpenAPI 3.1 requires, with a relative server for try-it', () => {
