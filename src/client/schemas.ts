@@ -6,7 +6,7 @@
  * name is a compile error, not an `unknown`).
  *
  * The shapes are those of docs/api.md (The record, Listing, Errors) and of the issue-15
- * endpoints (quote, events). A type-level test (test/client/types.test.ts) checks that the
+ * endpoints (quote, events). test/client/bodies.test.ts checks at compile time that the
  * server's own record types fit these.
  */
 import { z } from 'zod';
