@@ -9,6 +9,7 @@ import sharp, { type OverlayOptions } from 'sharp';
 import { renderControlImage } from '../src/qr/control-image.ts';
 import { PATTERN_STYLES, type ModuleShape } from '../src/qr/patterns.ts';
 import { QR_CODE_PATTERNS } from '../src/workflows/catalogue.ts';
+import { sheetText } from './sheet-text.ts';
 
 const CONTENT = 'https://example.com/qr-art';
 const CELL = 300;
@@ -21,13 +22,6 @@ const ROWS = QR_CODE_PATTERNS.length / COLUMNS;
 const out = resolve(dirname(fileURLToPath(import.meta.url)), '../docs/patterns.png');
 const width = COLUMNS * CELL + (COLUMNS + 1) * GAP;
 const height = TITLE + ROWS * (CELL + LABEL + GAP);
-
-const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
-const text = (w: number, h: number, body: string, size: number, weight = 'normal'): Buffer =>
-  Buffer.from(
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}">` +
-      `<text x="${w / 2}" y="${Math.round(h * 0.62)}" font-family="DejaVu Sans, Arial, sans-serif" font-size="${size}" font-weight="${weight}" text-anchor="middle" fill="#222">${escape(body)}</text></svg>`,
-  );
 
 function shapeLabel(shape: ModuleShape): string {
   const pct = (f: number): string => `${Math.round(f * 100)}%`;
@@ -44,7 +38,7 @@ function shapeLabel(shape: ModuleShape): string {
 }
 
 const layers: OverlayOptions[] = [
-  { input: text(width, TITLE, `qrCodePartern: the 18 patterns (content ${CONTENT})`, 22, 'bold'), left: 0, top: 0 },
+  { input: sheetText(width, TITLE, `qrCodePartern: the 18 patterns (content ${CONTENT})`, 22, 'bold'), left: 0, top: 0 },
 ];
 QR_CODE_PATTERNS.forEach((pattern, index) => {
   const left = GAP + (index % COLUMNS) * (CELL + GAP);
@@ -57,7 +51,7 @@ QR_CODE_PATTERNS.forEach((pattern, index) => {
     background: 'white',
   });
   layers.push({ input: Buffer.from(image.data), raw: { width: image.width, height: image.height, channels: image.channels }, left, top });
-  layers.push({ input: text(CELL, LABEL, `${pattern}: ${shapeLabel(PATTERN_STYLES[pattern].data)}, ${PATTERN_STYLES[pattern].eye.name} eyes`, 15), left, top: top + CELL });
+  layers.push({ input: sheetText(CELL, LABEL, `${pattern}: ${shapeLabel(PATTERN_STYLES[pattern].data)}, ${PATTERN_STYLES[pattern].eye.name} eyes`, 15), left, top: top + CELL });
 });
 
 await mkdir(dirname(out), { recursive: true });

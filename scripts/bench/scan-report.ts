@@ -57,6 +57,19 @@ export interface Row {
   readonly changedCode?: number;
 }
 
+/** A repaired image --pairs wrote: `${name}-before.png` and `${name}-after.png`, and the repair's cost. */
+export interface RepairPair {
+  readonly name: string;
+  readonly workflow: string;
+  readonly size: string;
+  /** After vs before, over the image and over the code's square. */
+  readonly ssim: number;
+  readonly ssimCode: number;
+  /** Share of the image's pixels the repair changed. */
+  readonly changed: number;
+  readonly passes: number;
+}
+
 export interface Report {
   readonly rows: readonly Row[];
   /** Each job's plain control image, judged as a delivered image is. */

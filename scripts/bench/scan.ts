@@ -1,7 +1,7 @@
 /**
  * Scan robustness of generated QR art under the capture family, before and after the repair
  * (src/qr/guarantee.ts).
- *   npm run bench -- scan [--images N] [--mode on_failure|always] [--steps S] [--seed S] [--held-out H] [--out DIR] [--threads T]
+ *   npm run bench -- scan [--images N] [--mode on_failure|always] [--steps S] [--seed S] [--held-out H] [--out DIR] [--pairs DIR] [--threads T]
  *                         [--cache DIR] [--shard I/N --rows FILE] [--whole-image W] [--imagemagick M]
  *   npm run bench -- scan --merge FILE,FILE,...   (one report over the shards' rows)
  *   npm run bench -- scan --timing          (what the family verdict costs at 512, 768, 2048 px)
@@ -30,6 +30,11 @@
  * generating them again; a change to the control image (the encoder's mask) misses the cache.
  * --shard I/N evaluates jobs I, I+N, I+2N, ... only (0-based) and --rows writes its rows to FILE;
  * run N shards side by side (one per core) and --merge their files: the same figures as one run.
+ *
+ * --out DIR writes the images a referee or the verdict missed (before and after the repair);
+ * --pairs DIR writes every repaired image before and after, with pairs-I.json (shard I) giving
+ * each pair's SSIM and share of pixels changed: scripts/render-repair-sheet.ts lays them side by
+ * side.
  *
  * Visual cost: SSIM (after vs before, whole image and the code's square) and share of pixels
  * changed, over the repaired images (and over all images, unrepaired ones counting as 1).
@@ -64,7 +69,7 @@ import { benchJobs, type Job } from './scan-jobs.ts';
 import { ZxingJavaReferee, zxingJavaAvailable } from './zxing-java.ts';
 import { wholeImageReads, type WholeImageReads } from './scan-whole-image.ts';
 import { imageMagickModelAvailable, imageMagickReads, type ImageMagickReads } from './scan-imagemagick.ts';
-import { report, type Judged, type Report, type Referees, type Row } from './scan-report.ts';
+import { report, type Judged, type RepairPair, type Report, type Referees, type Row } from './scan-report.ts';
 import { benchCalibration } from './scan-calibration.ts';
 import { benchVerdictTiming } from './scan-timing.ts';
 
@@ -78,6 +83,7 @@ const { values } = parseArgs({
     'whole-image': { type: 'string', default: '4' },
     imagemagick: { type: 'string', default: '0' },
     out: { type: 'string' },
+    pairs: { type: 'string' },
     threads: { type: 'string', default: '1' },
     timing: { type: 'boolean', default: false },
     calibrate: { type: 'boolean', default: false },
@@ -170,6 +176,9 @@ async function imageMagickOf(image: RawImage, expected: string, square: Square, 
 }
 
 if (values.out) await mkdir(values.out, { recursive: true });
+if (values.pairs) await mkdir(values.pairs, { recursive: true });
+/** What --pairs wrote: each repaired image's two files and what the repair cost it. */
+const pairs: RepairPair[] = [];
 if (values.cache) await mkdir(values.cache, { recursive: true });
 const abort = new AbortController();
 
@@ -288,10 +297,15 @@ for (let j = 0; j < list.length; j++) {
     });
     const row = rows[rows.length - 1]!;
     const missed = !guaranteed.scannable || !Object.values(row.after.referees).every((reads: boolean[]) => reads.every(Boolean));
+    const name = `${String(index).padStart(3, '0')}-${workflow.replace('generate_qr_art_', '')}-${k}`;
     if (values.out && missed) {
-      const name = `${String(index).padStart(3, '0')}-${workflow.replace('generate_qr_art_', '')}-${k}`;
       await writeFile(join(values.out, `${name}-before.png`), await encodePng(image));
       if (repaired) await writeFile(join(values.out, `${name}-after.png`), await encodePng(guaranteed.image));
+    }
+    if (values.pairs && repaired) {
+      await writeFile(join(values.pairs, `${name}-before.png`), await encodePng(image));
+      await writeFile(join(values.pairs, `${name}-after.png`), await encodePng(guaranteed.image));
+      pairs.push({ name, workflow, size: row.size, ssim: row.ssim!, ssimCode: row.ssimCode!, changed: row.changed!, passes: guaranteed.passes });
     }
   }
   process.stderr.write(`\r${rows.length}/${mineImages} images`);
@@ -301,4 +315,5 @@ await client.close();
 zxingJava?.close();
 const figures: Report = { rows, controls, mode, seed, steps, heldOut, jobs: list.length, wallS: (performance.now() - t0) / 1000 };
 if (values.rows) await writeFile(values.rows, JSON.stringify(figures));
+if (values.pairs) await writeFile(join(values.pairs, `pairs-${shard}.json`), JSON.stringify(pairs, null, 1));
 report(figures);
