@@ -48,6 +48,7 @@
 import { GraphBuilder, type Value } from './graph.ts';
 import { LATENT_DIMS, latentFor, NSFW_MARK, NSFW_MARK_DIRECTION } from './latent-space.ts';
 import { EHS_DIMS, TEXT_LENGTH } from './text-encoder.ts';
+import { CONTROL_RESIDUALS } from '../../src/onnx/control-residuals.ts';
 import { fuseControlNet } from '../../src/onnx/fuse.ts';
 import { decodeModel, encodeModel } from '../../src/onnx/proto.ts';
 
@@ -85,25 +86,6 @@ const NEAR_STEPS = 6;
  * magenta, too near the checker's radius).
  */
 const MAGENTA_PRE = [10, -10, 10];
-
-/** SD1.5 down-block residuals: channels and downsampling factor, in input order. */
-export const CONTROLNET_RESIDUALS: readonly { name: string; channels: number; factor: number }[] = [
-  ...[
-    [320, 1],
-    [320, 1],
-    [320, 1],
-    [320, 2],
-    [640, 2],
-    [640, 2],
-    [640, 4],
-    [1280, 4],
-    [1280, 4],
-    [1280, 8],
-    [1280, 8],
-    [1280, 8],
-  ].map(([channels, factor], i) => ({ name: `down_block_${i}_additional_residual`, channels: channels!, factor: factor! })),
-  { name: 'mid_block_additional_residual', channels: 1280, factor: 8 },
-];
 
 /** How much each residual's channel mean contributes to the UNet's control map (sums to 1). */
 const RESIDUAL_WEIGHTS = [0.2, 0.2, 0.2, 0.05, 0.05, 0.05, 0.04, 0.03, 0.03, 0.04, 0.04, 0.04, 0.03];
@@ -272,9 +254,9 @@ export function buildControlNet(): Uint8Array {
   const levels = new Map<number, Value>([[1, g.sub(luma, g.f(0.5))]]);
   for (const f of [2, 4, 8]) levels.set(f, g.avgPool(levels.get(f / 2)!, 2));
 
-  CONTROLNET_RESIDUALS.forEach((r, i) => {
+  CONTROL_RESIDUALS.forEach((r, i) => {
     const vector = g.mul(g.constF32(undefined, [1, r.channels, 1, 1], residualVector(r.channels, i)), scale);
-    g.output(g.mul(levels.get(r.factor)!, vector), r.name, 'float32', residualDims(r));
+    g.output(g.mul(levels.get(r.factor)!, vector), r.role, 'float32', residualDims(r));
   });
   return g.build({ docString: 'qr-art demo ControlNet (pooled control luminance); see scripts/demo-models/unet.ts' });
 }
@@ -293,8 +275,8 @@ export function buildUnet(): Uint8Array {
   const shape = g.op('Shape', [x]);
   const mapSizes = g.sizesWithChannels(shape, 1);
   let control: Value | undefined;
-  CONTROLNET_RESIDUALS.forEach((r, i) => {
-    const res = g.input(r.name, 'float32', residualDims(r));
+  CONTROL_RESIDUALS.forEach((r, i) => {
+    const res = g.input(r.role, 'float32', residualDims(r));
     let m = g.op('ReduceMean', [res], { axes: [1], keepdims: 1 });
     if (r.factor > 1) m = g.resizeTo(m, mapSizes);
     const weighted = g.mul(m, g.f(RESIDUAL_WEIGHTS[i]!));

@@ -12,7 +12,7 @@ import { CAPTION_IDS, CAPTION_VOCAB, captionTokenizerJson } from '../../scripts/
 import { DECODER_MIX, LATENT_SCALE } from '../../scripts/demo-models/latent-space.ts';
 import { CLIP_MEAN, CLIP_STD } from '../../scripts/demo-models/safety-checker.ts';
 import { BOS_ID, COLOUR_TOKEN_IDS, EOS_ID, NSFW_TRIGGER_ID } from '../../scripts/demo-models/text-encoder.ts';
-import { CONTROLNET_RESIDUALS } from '../../scripts/demo-models/unet.ts';
+import { CONTROL_RESIDUALS } from '../../src/onnx/control-residuals.ts';
 
 type Feeds = Record<string, ort.Tensor>;
 type Meta = { name: string; type: string; shape: (number | string)[] };
@@ -65,9 +65,9 @@ function alphaBar(t: number): number {
 
 function zeroResiduals(batch: number, h: number, w: number): Feeds {
   return Object.fromEntries(
-    CONTROLNET_RESIDUALS.map((r) => {
+    CONTROL_RESIDUALS.map((r) => {
       const dims = [batch, r.channels, Math.ceil(h / r.factor), Math.ceil(w / r.factor)];
-      return [r.name, f32(new Float32Array(dims.reduce((a, b) => a * b, 1)), dims)];
+      return [r.role, f32(new Float32Array(dims.reduce((a, b) => a * b, 1)), dims)];
     }),
   );
 }
@@ -123,7 +123,7 @@ const LATENT = ['batch', 4, 'height', 'width'];
 const EHS = ['batch', 77, 768];
 const residualShape = (factor: number, channels: number): (number | string)[] =>
   factor === 1 ? ['batch', channels, 'height', 'width'] : ['batch', channels, `height/${factor}`, `width/${factor}`];
-const RESIDUALS: Meta[] = CONTROLNET_RESIDUALS.map((r) => ({ name: r.name, type: 'float32', shape: residualShape(r.factor, r.channels) }));
+const RESIDUALS: Meta[] = CONTROL_RESIDUALS.map((r) => ({ name: r.role, type: 'float32', shape: residualShape(r.factor, r.channels) }));
 
 const CONTRACTS: Record<string, { inputs: Meta[]; outputs: Meta[] }> = {
   'text_encoder/model.onnx': {
@@ -375,7 +375,7 @@ describe('unet', () => {
       controlnet_cond: f32(cond, [1, 3, size, size]),
       conditioning_scale: new ort.Tensor('float64', Float64Array.of(1.2), []),
     });
-    for (const r of CONTROLNET_RESIDUALS) expect(res[r.name]!.dims).toEqual([1, r.channels, Math.ceil(h / r.factor), Math.ceil(w / r.factor)]);
+    for (const r of CONTROL_RESIDUALS) expect(res[r.role]!.dims).toEqual([1, r.channels, Math.ceil(h / r.factor), Math.ceil(w / r.factor)]);
     // Channel mean of a residual = (luminance − 0.5) · scale.
     const r0 = floats(res.down_block_0_additional_residual);
     const channelMean = (i: number): number => Array.from({ length: 320 }, (_, c) => r0[c * h * w + i]!).reduce((s, v) => s + v, 0) / 320;
