@@ -31,7 +31,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { connectQueue } from '../../src/queue/connection.ts';
-import type { JobMessage } from '../../src/queue/schemas.ts';
+import type { JobMessage } from '../../src/messages/schemas.ts';
 import { CONSUMERS, STREAMS, subjects } from '../../src/queue/subjects.ts';
 import { ensureTopology } from '../../src/queue/topology.ts';
 import { startLocalNats } from '../../src/runtime/local-nats.ts';

@@ -34,7 +34,7 @@ import { writeHeavyModels } from '../demo-models/heavy-unet.ts';
 import { useSeparatePair, writeManifestVariant } from '../demo-models/manifest-variants.ts';
 import { parseExecutionProvider } from '../../src/pipeline/providers.ts';
 import { connectQueue } from '../../src/queue/connection.ts';
-import type { JobMessage } from '../../src/queue/schemas.ts';
+import type { JobMessage } from '../../src/messages/schemas.ts';
 import { subjects } from '../../src/queue/subjects.ts';
 import { ensureTopology } from '../../src/queue/topology.ts';
 import { startLocalNats } from '../../src/runtime/local-nats.ts';

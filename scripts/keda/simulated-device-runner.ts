@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { JobMessage } from '../../src/queue/schemas.ts';
+import type { JobMessage } from '../../src/messages/schemas.ts';
 import type { JobRunner, RunHooks, RunOutcome } from '../../src/worker/runner.ts';
 
 /**

@@ -5,7 +5,7 @@ import { applyTransition, transitionFromEvent, type PredictionRecord, type Predi
 import type { Queue } from '../queue/connection.ts';
 import { runConsumer, type RunningConsumer } from '../queue/consume.ts';
 import type { OutboxRelay } from '../queue/outbox-relay.ts';
-import { StatusEvent } from '../queue/schemas.ts';
+import { StatusEvent } from '../messages/schemas.ts';
 import { CONSUMERS, STREAMS } from '../queue/subjects.ts';
 import { webhookDeliveryFor } from './webhook-delivery.ts';
 

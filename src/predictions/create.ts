@@ -5,7 +5,7 @@ import { createPredictions, type CreateResult, type NewPrediction } from '../sto
 import { DependencyUnavailableError } from '../util/unavailable.ts';
 import type { OutboxRelay } from '../queue/outbox-relay.ts';
 import { subjects } from '../queue/subjects.ts';
-import type { JobMessage } from '../queue/schemas.ts';
+import type { JobMessage } from '../messages/schemas.ts';
 import { catalogue } from '../workflows/catalogue.ts';
 import type { ParsedPrediction } from '../workflows/validate.ts';
 

@@ -5,7 +5,7 @@ import { applyTransition, type PredictionRecord } from '../store/predictions.ts'
 import type { Queue } from '../queue/connection.ts';
 import { runConsumer, type RunningConsumer } from '../queue/consume.ts';
 import type { OutboxRelay } from '../queue/outbox-relay.ts';
-import { JobMessage } from '../queue/schemas.ts';
+import { JobMessage } from '../messages/schemas.ts';
 import { CONSUMERS, STREAMS } from '../queue/subjects.ts';
 import { safeJson, type EventRecorder } from './apply-events.ts';
 import { webhookDeliveryFor } from './webhook-delivery.ts';

@@ -1,7 +1,7 @@
 import type { OutboxMessage } from '../store/outbox.ts';
 import type { PredictionRecord } from '../store/predictions.ts';
 import { subjects } from '../queue/subjects.ts';
-import type { WebhookDelivery } from '../queue/schemas.ts';
+import type { WebhookDelivery } from '../messages/schemas.ts';
 
 /**
  * The webhook for one status change. Its id is stable (prediction + status), so retries

@@ -1,5 +1,5 @@
 import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import { ProgressEvent, StatusEvent } from './schemas.ts';
+import { ProgressEvent, StatusEvent } from '../messages/schemas.ts';
 import { subjects } from './subjects.ts';
 
 /** What one prediction's watchers hear: a worker published a status, or denoising went on. */

@@ -1,5 +1,5 @@
-import type { PredictionError, PredictionOutput, StatusEvent } from '../queue/schemas.ts';
-import { NSFW_ERROR, NSFW_OUTPUT } from '../queue/schemas.ts';
+import type { PredictionError, PredictionOutput, StatusEvent } from '../messages/schemas.ts';
+import { NSFW_ERROR, NSFW_OUTPUT } from '../messages/schemas.ts';
 import type { Database, Queryable } from './database.ts';
 import { claimId, DEFAULT_IDEMPOTENCY_TTL_MS, findLiveKeys, IdempotencyKeyReusedError, recordKeys, type IdempotencyClaim } from './idempotency.ts';
 import { enqueueOutbox, type OutboxMessage, type PendingOutboxMessage } from './outbox.ts';

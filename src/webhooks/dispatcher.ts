@@ -2,7 +2,7 @@ import type { JetStreamClient, JsMsg } from '@nats-io/jetstream';
 import type { Logger } from 'pino';
 import type { Queue } from '../queue/connection.ts';
 import { runConsumer, type RunningConsumer } from '../queue/consume.ts';
-import { WebhookDelivery } from '../queue/schemas.ts';
+import { WebhookDelivery } from '../messages/schemas.ts';
 import { CONSUMERS, STREAMS } from '../queue/subjects.ts';
 import { safeJson } from '../predictions/apply-events.ts';
 import { deliverWebhook, type DeliveryOutcome } from './deliver.ts';

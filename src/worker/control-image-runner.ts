@@ -10,7 +10,7 @@ import { ensureScannable, type QrGeometry } from '../qr/guarantee.ts';
 import { QrLayoutError, type Canvas } from '../qr/layout.ts';
 import { locateQr, type LocatedQr } from '../qr/locate.ts';
 import { decodeAny } from '../qr/scan.ts';
-import type { JobMessage } from '../queue/schemas.ts';
+import type { JobMessage } from '../messages/schemas.ts';
 import { isWorkflowName } from '../workflows/catalogue.ts';
 import { controlPlanFor, type ControlPlan } from '../workflows/control.ts';
 import { JobInputError, type JobRunner, type RenderedImage, type RunHooks, type RunOutcome } from './runner.ts';

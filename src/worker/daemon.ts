@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { JsMsg } from '@nats-io/jetstream';
 import type { Queue } from '../queue/connection.ts';
-import { JobMessage, NSFW_ERROR, type StatusEventInput } from '../queue/schemas.ts';
+import { JobMessage, NSFW_ERROR, type StatusEventInput } from '../messages/schemas.ts';
 import { CONSUMERS, STREAMS, subjects } from '../queue/subjects.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { progressPublisher } from './progress-publisher.ts';

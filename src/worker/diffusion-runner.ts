@@ -23,7 +23,7 @@ import type { RawImage } from '../image/raw.ts';
 import type { ImageFetchLimits } from '../image/fetch.ts';
 import type { OutboundPolicy } from '../net/safe-url.ts';
 import { resolveWorkflow, type ManifestData } from '../pipeline/manifest.ts';
-import type { JobMessage } from '../queue/schemas.ts';
+import type { JobMessage } from '../messages/schemas.ts';
 import { catalogue, isWorkflowName, samplingFor, type V5Model } from '../workflows/catalogue.ts';
 import { controlPlanFor, repairModeFor } from '../workflows/control.ts';
 import type { QrWorkflowName } from '../workflows/names.ts';

@@ -15,7 +15,7 @@ import { decodeImage, isImageDecodeError, resizeImage } from '../image/decode.ts
 import { DEFAULT_IMAGE_FETCH_LIMITS, fetchImage, isImageFetchError, type ImageFetchLimits } from '../image/fetch.ts';
 import type { RawImage } from '../image/raw.ts';
 import type { OutboundPolicy } from '../net/safe-url.ts';
-import type { JobMessage } from '../queue/schemas.ts';
+import type { JobMessage } from '../messages/schemas.ts';
 import { OUTPAINTING_TYPES, type OutpaintingType } from '../workflows/catalogue.ts';
 import { resolveOutpainting } from '../pipeline/manifest.ts';
 import { deadlineFor, underDeadline, type DeadlineSettings } from './deadline.ts';

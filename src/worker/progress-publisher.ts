@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { ProgressEvent } from '../queue/schemas.ts';
+import type { ProgressEvent } from '../messages/schemas.ts';
 import { subjects } from '../queue/subjects.ts';
 
 /** At most this often per job: a progress bar needs a few updates a second, not one per step of every image. */

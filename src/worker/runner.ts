@@ -1,4 +1,4 @@
-import type { JobMessage } from '../queue/schemas.ts';
+import type { JobMessage } from '../messages/schemas.ts';
 import { InferenceRunError } from './inference-protocol.ts';
 
 /** One output image, encoded, with the scan verdict against the expected QR content (QR workflows only). */

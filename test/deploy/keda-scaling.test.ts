@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { JsMsg } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectQueue, type Queue } from '../../src/queue/connection.ts';
-import type { JobMessage } from '../../src/queue/schemas.ts';
+import type { JobMessage } from '../../src/messages/schemas.ts';
 import { CONSUMERS, STREAMS, subjects } from '../../src/queue/subjects.ts';
 import { ensureTopology } from '../../src/queue/topology.ts';
 import { catalogue } from '../../src/workflows/catalogue.ts';

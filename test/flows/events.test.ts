@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectQueue, type Queue } from '../../src/queue/connection.ts';
-import { NSFW_ERROR } from '../../src/queue/schemas.ts';
+import { NSFW_ERROR } from '../../src/messages/schemas.ts';
 import { balanceOf } from '../../src/store/accounts.ts';
 import { eventsDrained, imageName, publishEvent, publishRawEvent, sleep, startWebhookReceiver } from '../helpers/flows.ts';
 import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
-import type { StatusEventInput } from '../../src/queue/schemas.ts';
+import type { StatusEventInput } from '../../src/messages/schemas.ts';
 import { CONSUMERS, STREAMS, subjects } from '../../src/queue/subjects.ts';
 
 /**

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, afterEach, describe, expect, it } from 'vitest';
 import { connectQueue, type Queue } from '../../src/queue/connection.ts';
-import type { WebhookDelivery } from '../../src/queue/schemas.ts';
+import type { WebhookDelivery } from '../../src/messages/schemas.ts';
 import { STREAMS, subjects } from '../../src/queue/subjects.ts';
 import { ensureTopology } from '../../src/queue/topology.ts';
 import type { RunningConsumer } from '../../src/queue/consume.ts';

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodePng } from '../../src/image/decode.ts';
 import type { RawImage } from '../../src/image/raw.ts';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
-import type { JobMessage } from '../../src/queue/schemas.ts';
+import type { JobMessage } from '../../src/messages/schemas.ts';
 import { DiffusionRunner, settingsFor } from '../../src/worker/diffusion-runner.ts';
 import { DEFAULT_MANIFEST_PATH, InferenceClient } from '../../src/worker/inference-client.ts';
 import { InferenceCrashError, InferenceRunError, type InferencePlan } from '../../src/worker/inference-protocol.ts';
