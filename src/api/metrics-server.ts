@@ -5,7 +5,7 @@
 import Fastify, { LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { metricsRoutes } from './routes/metrics.ts';
+import { metricsRoutes } from '../probes/metrics-route.ts';
 
 export interface MetricsServer {
   /** e.g. http://127.0.0.1:9464 */

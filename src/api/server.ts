@@ -13,7 +13,7 @@ import { UNMATCHED_ROUTE, type ApiMetrics } from './metrics.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { fileRoutes } from './routes/files.ts';
 import { freeToolRoutes } from './routes/free-tools.ts';
-import { healthRoutes, type ReadinessCheck } from './routes/health.ts';
+import { healthRoutes, type ReadinessCheck } from '../probes/health-routes.ts';
 import { playgroundRoutes } from './routes/playground.ts';
 import { predictionRoutes } from './routes/predictions.ts';
 

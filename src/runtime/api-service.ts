@@ -4,7 +4,7 @@ import { ApiMetrics } from '../api/metrics.ts';
 import { registerScrapeProbes } from '../api/metrics-probes.ts';
 import { startMetricsServer, type MetricsServer } from '../api/metrics-server.ts';
 import { buildApi, type ApiApp } from '../api/server.ts';
-import type { ReadinessCheck } from '../api/routes/health.ts';
+import type { ReadinessCheck } from '../probes/health-routes.ts';
 import { parseApiKeysSpec, postgresLimits, publicBaseUrl, type Config } from '../config.ts';
 import { startEventApplier } from '../predictions/apply-events.ts';
 import { createSubmitter } from '../predictions/create.ts';

@@ -1,6 +1,6 @@
 /**
  * The worker's own HTTP endpoint (WORKER_METRICS_PORT), for Prometheus and the orchestrator's
- * probes, with the API's health and metrics routes:
+ * probes, with the same health and metrics routes as the API's (src/probes/):
  *   /metrics   the worker's registry (worker/metrics.ts)
  *   /healthz   the process answers (liveness)
  *   /readyz    200 when it can take jobs: pulling, connected to NATS, and the inference thread
@@ -9,8 +9,8 @@
 import Fastify, { LogController } from 'fastify';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
-import { healthRoutes, type ReadinessCheck } from '../api/routes/health.ts';
-import { metricsRoutes } from '../api/routes/metrics.ts';
+import { healthRoutes, type ReadinessCheck } from '../probes/health-routes.ts';
+import { metricsRoutes } from '../probes/metrics-route.ts';
 
 export interface WorkerHealthServer {
   readonly address: string;
