@@ -16,7 +16,8 @@
  *   requests it had not started are sent again to the fresh thread, which is started at once.
  *   A thread that cannot be started again (the device is gone) is fatal.
  *
- * From source (tsx) the thread needs tsx's loader too; from dist/ it is plain JavaScript.
+ * From source (tsx) the thread needs tsx's loader too; from dist/ it is plain JavaScript
+ * (inference-thread-launch.ts).
  */
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -45,6 +46,7 @@ import {
   type ThreadData,
   type ToThread,
 } from './inference-protocol.ts';
+import { inferenceThreadEntry, relayThreadLog } from './inference-thread-launch.ts';
 import { threadStageSeconds } from './job-stages.ts';
 import type { WorkerMetrics } from './metrics.ts';
 
@@ -111,22 +113,6 @@ interface Thread {
   exited: boolean;
   /** Terminated on purpose (abort grace), waiting for it to end. */
   terminating?: NodeJS.Timeout;
-}
-
-const LEVELS: Record<number, 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal'> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
-
-/** The worker script and its options: the .ts file through tsx from source, the .js file from dist/. */
-function threadEntry(): { script: string | URL; eval: boolean } {
-  const fromSource = import.meta.url.endsWith('.ts');
-  if (!fromSource) return { script: new URL('./inference-thread.js', import.meta.url), eval: false };
-  // Node 20 does not apply `--import` loaders to a worker's entry module, so the thread
-  // registers tsx itself before importing its TypeScript entry.
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const entry = new URL('./inference-thread.ts', import.meta.url).href;
-  return {
-    script: `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(entry)}); });`,
-    eval: true,
-  };
 }
 
 export class InferenceClient {
@@ -274,7 +260,7 @@ export class InferenceClient {
   }
 
   private async spawn(): Promise<Thread> {
-    const { script, eval: isEval } = threadEntry();
+    const { script, eval: isEval } = inferenceThreadEntry();
     const control = new SharedArrayBuffer(4 * CONTROL_WORDS);
     const data: ThreadData = {
       role: THREAD_ROLE,
@@ -339,7 +325,7 @@ export class InferenceClient {
   private onMessage(thread: Thread, msg: FromThread, onReady: (p: ExecutionProvider) => void, onFail: (e: Error) => void): void {
     switch (msg.type) {
       case 'log':
-        this.relayLog(msg.line);
+        relayThreadLog(this.options.logger, msg.line);
         return;
       case 'ready':
         thread.isReady = true;
@@ -388,20 +374,6 @@ export class InferenceClient {
         p.reject(new Error('generation aborted'));
         return;
     }
-  }
-
-  /** Thread log lines (pino JSON) go out through this side's logger, at their level. */
-  private relayLog(line: string): void {
-    let record: Record<string, unknown>;
-    try {
-      record = JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      this.options.logger.info({ line }, 'inference thread');
-      return;
-    }
-    const { level, msg, time: _time, ...rest } = record;
-    const label = LEVELS[Number(level)] ?? 'info';
-    this.options.logger[label]({ thread: 'inference', ...rest }, typeof msg === 'string' ? msg : 'inference thread');
   }
 
   /**
