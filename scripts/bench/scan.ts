@@ -298,13 +298,19 @@ for (let j = 0; j < list.length; j++) {
     const row = rows[rows.length - 1]!;
     const missed = !guaranteed.scannable || !Object.values(row.after.referees).every((reads: boolean[]) => reads.every(Boolean));
     const name = `${String(index).padStart(3, '0')}-${workflow.replace('generate_qr_art_', '')}-${k}`;
+    // --out and --pairs may both want an image: encode each PNG once, on first use.
+    const pngs = new Map<RawImage, Promise<Buffer>>();
+    const png = (of: RawImage): Promise<Buffer> => {
+      if (!pngs.has(of)) pngs.set(of, encodePng(of));
+      return pngs.get(of)!;
+    };
     if (values.out && missed) {
-      await writeFile(join(values.out, `${name}-before.png`), await encodePng(image));
-      if (repaired) await writeFile(join(values.out, `${name}-after.png`), await encodePng(guaranteed.image));
+      await writeFile(join(values.out, `${name}-before.png`), await png(image));
+      if (repaired) await writeFile(join(values.out, `${name}-after.png`), await png(guaranteed.image));
     }
     if (values.pairs && repaired) {
-      await writeFile(join(values.pairs, `${name}-before.png`), await encodePng(image));
-      await writeFile(join(values.pairs, `${name}-after.png`), await encodePng(guaranteed.image));
+      await writeFile(join(values.pairs, `${name}-before.png`), await png(image));
+      await writeFile(join(values.pairs, `${name}-after.png`), await png(guaranteed.image));
       pairs.push({ name, workflow, size: row.size, ssim: row.ssim!, ssimCode: row.ssimCode!, changed: row.changed!, passes: guaranteed.passes });
     }
   }
