@@ -10,7 +10,7 @@
  * (metrics-probes.ts).
  */
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
-import type { PredictionStatus } from '../store/predictions.ts';
+import type { PredictionStatus } from '../store/prediction-record.ts';
 import { isWorkflowName, WORKFLOWS } from '../workflows/names.ts';
 
 /** Label value of a request no route matched (404s for unknown paths): one value, never the raw URL. */

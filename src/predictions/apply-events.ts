@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { JsMsg } from '@nats-io/jetstream';
 import type { Database } from '../store/database.ts';
-import { applyTransition, transitionFromEvent, type PredictionRecord, type PredictionStatus } from '../store/predictions.ts';
+import type { PredictionRecord, PredictionStatus } from '../store/prediction-record.ts';
+import { applyTransition, transitionFromEvent } from '../store/prediction-transitions.ts';
 import type { Queue } from '../queue/connection.ts';
 import { runConsumer, type RunningConsumer } from '../queue/consume.ts';
 import type { OutboxRelay } from '../queue/outbox-relay.ts';

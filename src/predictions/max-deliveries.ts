@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Database } from '../store/database.ts';
-import { applyTransition, type PredictionRecord } from '../store/predictions.ts';
+import type { PredictionRecord } from '../store/prediction-record.ts';
+import { applyTransition } from '../store/prediction-transitions.ts';
 import type { Queue } from '../queue/connection.ts';
 import { runConsumer, type RunningConsumer } from '../queue/consume.ts';
 import type { OutboxRelay } from '../queue/outbox-relay.ts';

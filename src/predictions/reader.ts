@@ -1,5 +1,6 @@
 import type { Database } from '../store/database.ts';
-import { getPrediction, type PredictionRecord } from '../store/predictions.ts';
+import type { PredictionRecord } from '../store/prediction-record.ts';
+import { getPrediction } from '../store/predictions.ts';
 import { TtlCache } from '../util/ttl-cache.ts';
 
 export interface PredictionReader {

@@ -1,5 +1,5 @@
 import type { OutboxMessage } from '../store/outbox.ts';
-import type { PredictionRecord } from '../store/predictions.ts';
+import type { PredictionRecord } from '../store/prediction-record.ts';
 import { subjects } from '../queue/subjects.ts';
 import type { WebhookDelivery } from '../messages/schemas.ts';
 

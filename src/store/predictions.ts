@@ -1,74 +1,11 @@
-import type { PredictionError, PredictionOutput, StatusEvent } from '../messages/schemas.ts';
-import { NSFW_ERROR, NSFW_OUTPUT } from '../messages/schemas.ts';
+/**
+ * Creating predictions (charge, record, job and Idempotency-Key in one transaction) and reading
+ * them back. Status changes from the workers are in prediction-transitions.ts.
+ */
 import type { Database, Queryable } from './database.ts';
 import { claimId, DEFAULT_IDEMPOTENCY_TTL_MS, findLiveKeys, IdempotencyKeyReusedError, recordKeys, type IdempotencyClaim } from './idempotency.ts';
 import { enqueueOutbox, type OutboxMessage, type PendingOutboxMessage } from './outbox.ts';
-
-export type PredictionStatus = 'queued' | 'executing' | 'executed' | 'failed';
-
-/** The prediction record of spec 2.2, as the API returns it. */
-export interface PredictionRecord {
-  id: string;
-  userId: string;
-  createdAt: string;
-  startedAt: string | null;
-  updatedAt: string;
-  completedAt: string | null;
-  status: PredictionStatus;
-  input: Record<string, unknown>;
-  output: '' | PredictionOutput | string;
-  error: PredictionError | null;
-  refunded: boolean;
-  creditType: 'API_CREDITS';
-  isScanables: boolean[];
-  credits: number;
-}
-
-/** A listed record omits these fields (spec 2.3). */
-export type ListedPrediction = Omit<PredictionRecord, 'createdAt' | 'updatedAt' | 'error' | 'isScanables'>;
-
-interface PredictionRow {
-  id: string;
-  user_id: string;
-  status: PredictionStatus;
-  input: Record<string, unknown>;
-  output: PredictionRecord['output'];
-  error: PredictionError | null;
-  refunded: boolean;
-  credit_type: 'API_CREDITS';
-  credits_cents: string | number;
-  is_scanables: boolean[] | null;
-  webhook: string | null;
-  created_at: Date | string;
-  updated_at: Date | string;
-  started_at: Date | string | null;
-  completed_at: Date | string | null;
-}
-
-const COLUMNS = `id, user_id, status, input, output, error, refunded, credit_type, credits_cents,
-  is_scanables, webhook, created_at, updated_at, started_at, completed_at`;
-
-const iso = (value: Date | string): string => new Date(value).toISOString();
-const isoOrNull = (value: Date | string | null): string | null => (value === null ? null : iso(value));
-
-function toRecord(row: PredictionRow): PredictionRecord {
-  return {
-    id: row.id,
-    userId: row.user_id,
-    createdAt: iso(row.created_at),
-    startedAt: isoOrNull(row.started_at),
-    updatedAt: iso(row.updated_at),
-    completedAt: isoOrNull(row.completed_at),
-    status: row.status,
-    input: row.input,
-    output: row.output,
-    error: row.error,
-    refunded: row.refunded,
-    creditType: row.credit_type,
-    isScanables: row.is_scanables ?? [],
-    credits: Number(row.credits_cents) / 100,
-  };
-}
+import { PREDICTION_COLUMNS, toListed, toRecord, type ListedPrediction, type PredictionRecord, type PredictionRow } from './prediction-record.ts';
 
 function newRecord(prediction: NewPrediction, createdAtMs: number): PredictionRecord {
   const at = new Date(createdAtMs).toISOString();
@@ -104,11 +41,6 @@ function batchTimestamps(count: number): { iso: string; ms: number }[] {
     const iso = `${new Date(ms).toISOString().slice(0, -1)}${String(micros % 1000).padStart(3, '0')}Z`;
     return { iso, ms };
   });
-}
-
-function toListed(record: PredictionRecord): ListedPrediction {
-  const { createdAt: _c, updatedAt: _u, error: _e, isScanables: _s, ...listed } = record;
-  return listed;
 }
 
 export class InsufficientCreditsError extends Error {
@@ -252,7 +184,7 @@ function settle(outcome: Outcome, created: Map<string, PredictionRecord>, replay
 
 async function recordsById(tx: Queryable, ids: readonly string[]): Promise<Map<string, PredictionRecord>> {
   if (ids.length === 0) return new Map();
-  const { rows } = await tx.query<PredictionRow>(`SELECT ${COLUMNS} FROM predictions WHERE id = ANY($1::text[])`, [[...new Set(ids)]]);
+  const { rows } = await tx.query<PredictionRow>(`SELECT ${PREDICTION_COLUMNS} FROM predictions WHERE id = ANY($1::text[])`, [[...new Set(ids)]]);
   return new Map(rows.map((row) => [row.id, toRecord(row)]));
 }
 
@@ -269,7 +201,7 @@ export async function createPrediction(db: Database, prediction: NewPrediction):
 export async function getPrediction(db: Queryable, userId: string, id: string): Promise<PredictionRecord | null> {
   // PostgreSQL text cannot hold U+0000 (the query would fail): no such id can exist.
   if (id.includes('\u0000')) return null;
-  const { rows } = await db.query<PredictionRow>(`SELECT ${COLUMNS} FROM predictions WHERE id = $1 AND user_id = $2`, [id, userId]);
+  const { rows } = await db.query<PredictionRow>(`SELECT ${PREDICTION_COLUMNS} FROM predictions WHERE id = $1 AND user_id = $2`, [id, userId]);
   return rows[0] ? toRecord(rows[0]) : null;
 }
 
@@ -280,127 +212,10 @@ export async function listPredictions(
 ): Promise<{ docs: ListedPrediction[]; totalDocs: number }> {
   const [{ rows }, { rows: counted }] = await Promise.all([
     db.query<PredictionRow>(
-      `SELECT ${COLUMNS} FROM predictions WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
+      `SELECT ${PREDICTION_COLUMNS} FROM predictions WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
       [userId, page.limit, page.offset],
     ),
     db.query<{ total: string | number }>('SELECT count(*) AS total FROM predictions WHERE user_id = $1', [userId]),
   ]);
   return { docs: rows.map((row) => toListed(toRecord(row))), totalDocs: Number(counted[0]?.total ?? 0) };
-}
-
-const RANK: Record<PredictionStatus, number> = { queued: 0, executing: 1, executed: 2, failed: 2 };
-
-export type StatusChange =
-  | { applied: false; current: PredictionStatus | null; /** A late `executing` set the start of a finished record. */ corrected?: PredictionRecord }
-  | {
-      applied: true;
-      record: PredictionRecord;
-      webhook: string | null;
-      outbox: PendingOutboxMessage[];
-      workflow: string;
-      /** Credits this change gave back (0 without a refund, and for a refund already made). */
-      refundedCredits: number;
-    };
-
-export type Transition =
-  | { status: 'executing'; at: string }
-  | { status: 'executed'; at: string; startedAt?: string | undefined; output: PredictionOutput; isScanables: boolean[] }
-  | { status: 'failed'; at: string; startedAt?: string | undefined; error: PredictionError; refund: boolean; output?: string };
-
-function outputOf(event: Extract<StatusEvent, { status: 'executed' }>, fileUrl: (name: string) => string): PredictionOutput {
-  return {
-    images: event.images.map(fileUrl),
-    ...(event.caption !== undefined ? { caption: event.caption } : {}),
-    ...(event.scanRobustness !== undefined ? { scanRobustness: event.scanRobustness } : {}),
-  };
-}
-
-export function transitionFromEvent(event: StatusEvent, fileUrl: (name: string) => string): Transition {
-  switch (event.status) {
-    case 'executing':
-      return { status: 'executing', at: event.at };
-    case 'executed':
-      return { status: 'executed', at: event.at, startedAt: event.startedAt, output: outputOf(event, fileUrl), isScanables: event.isScanables };
-    case 'failed':
-      // The spec fixes the NSFW error text and output; a worker cannot change them.
-      return event.nsfw
-        ? { status: 'failed', at: event.at, startedAt: event.startedAt, error: NSFW_ERROR, refund: false, output: NSFW_OUTPUT }
-        : { status: 'failed', at: event.at, startedAt: event.startedAt, error: event.error, refund: true };
-  }
-}
-
-/**
- * Moves a prediction forward; never backwards, never twice into the same state
- * (queued → executing → executed | failed). A failure with refund returns the charge
- * through the ledger, whose unique index makes a second refund impossible. The webhook
- * delivery for the change is written to the outbox in the same transaction.
- *
- * Events may arrive in any order, so each one sets its own facts: a terminal event sets
- * startedAt from the start it carries when no `executing` came first, and an `executing`
- * that arrives after the end only moves startedAt to its own (earlier) time. That late
- * `executing` sends no webhook: the terminal webhook already told the story, with startedAt,
- * and a receiver must never see a prediction go back to executing (docs/api.md).
- */
-export async function applyTransition(
-  db: Database,
-  predictionId: string,
-  transition: Transition,
-  webhookFor: (record: PredictionRecord, webhook: string) => OutboxMessage,
-): Promise<StatusChange> {
-  return db.transaction(async (tx) => {
-    const { rows } = await tx.query<PredictionRow & { workflow: string }>(`SELECT ${COLUMNS}, workflow FROM predictions WHERE id = $1 FOR UPDATE`, [predictionId]);
-    const row = rows[0];
-    if (!row) return { applied: false, current: null };
-    if (transition.status === 'executing' && RANK[row.status] === 2) {
-      const { rows: corrected } = await tx.query<PredictionRow>(
-        `UPDATE predictions SET started_at = $2 WHERE id = $1 AND (started_at IS NULL OR started_at > $2) RETURNING ${COLUMNS}`,
-        [predictionId, transition.at],
-      );
-      return corrected[0] ? { applied: false, current: row.status, corrected: toRecord(corrected[0]) } : { applied: false, current: row.status };
-    }
-    if (RANK[transition.status] <= RANK[row.status]) return { applied: false, current: row.status };
-
-    let updated: PredictionRow[];
-    let refundedCredits = 0;
-    switch (transition.status) {
-      case 'executing':
-        ({ rows: updated } = await tx.query<PredictionRow>(
-          `UPDATE predictions SET status = 'executing', started_at = $2, updated_at = now()
-            WHERE id = $1 RETURNING ${COLUMNS}`,
-          [predictionId, transition.at],
-        ));
-        break;
-      case 'executed':
-        ({ rows: updated } = await tx.query<PredictionRow>(
-          `UPDATE predictions SET status = 'executed', output = $2::jsonb, is_scanables = $3::jsonb,
-              started_at = coalesce(started_at, $5, $4), completed_at = $4, updated_at = now()
-            WHERE id = $1 RETURNING ${COLUMNS}`,
-          [predictionId, JSON.stringify(transition.output), JSON.stringify(transition.isScanables), transition.at, transition.startedAt ?? null],
-        ));
-        break;
-      case 'failed': {
-        if (transition.refund) {
-          const { rows: refunds } = await tx.query(
-            `INSERT INTO credit_ledger (user_id, delta_cents, reason, prediction_id)
-             VALUES ($1, $2, 'refund', $3) ON CONFLICT DO NOTHING RETURNING id`,
-            [row.user_id, Number(row.credits_cents), predictionId],
-          );
-          if (refunds.length > 0) {
-            await tx.query('UPDATE users SET balance_cents = balance_cents + $2 WHERE id = $1', [row.user_id, Number(row.credits_cents)]);
-            refundedCredits = Number(row.credits_cents) / 100;
-          }
-        }
-        ({ rows: updated } = await tx.query<PredictionRow>(
-          `UPDATE predictions SET status = 'failed', error = $2::jsonb, output = $3::jsonb, refunded = $4,
-              started_at = coalesce(started_at, $6), completed_at = $5, updated_at = now()
-            WHERE id = $1 RETURNING ${COLUMNS}`,
-          [predictionId, JSON.stringify(transition.error), JSON.stringify(transition.output ?? ''), transition.refund, transition.at, transition.startedAt ?? null],
-        ));
-        break;
-      }
-    }
-    const record = toRecord(updated[0]!);
-    const outbox = row.webhook ? await enqueueOutbox(tx, [webhookFor(record, row.webhook)]) : [];
-    return { applied: true, record, webhook: row.webhook, outbox, workflow: row.workflow, refundedCredits };
-  });
 }

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { CreateBodies, CreateBody, ListedPrediction, PredictionRecord } from '../../src/client/index.ts';
-import type { ListedPrediction as ServerListed, PredictionRecord as ServerRecord } from '../../src/store/predictions.ts';
+import type { ListedPrediction as ServerListed, PredictionRecord as ServerRecord } from '../../src/store/prediction-record.ts';
 import { requestSchemas } from '../../src/workflows/schemas.ts';
 import { WORKFLOWS, type WorkflowName } from '../../src/workflows/names.ts';
 

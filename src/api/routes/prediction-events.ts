@@ -1,7 +1,8 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Queryable } from '../../store/database.ts';
-import { getPrediction, type PredictionRecord } from '../../store/predictions.ts';
+import type { PredictionRecord } from '../../store/prediction-record.ts';
+import { getPrediction } from '../../store/predictions.ts';
 import type { FeedUpdate, PredictionFeed } from '../../queue/prediction-feed.ts';
 import { principalOf } from '../auth.ts';
 import { notFound } from '../errors.ts';
