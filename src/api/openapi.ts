@@ -282,6 +282,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           parameters: [
             { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT } },
             { name: 'offset', in: 'query', schema: { type: 'integer', minimum: 0, default: 0 } },
+            { name: 'page', in: 'query', description: '1-based page of `limit` predictions, read as offset (page - 1) x limit; not together with offset', schema: { type: 'integer', minimum: 1 } },
           ],
           responses: {
             '200': { description: 'a page of predictions', content: { 'application/json': { schema: { $ref: '#/components/schemas/PredictionPage' }, example: listExample() } } },

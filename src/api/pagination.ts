@@ -12,10 +12,23 @@ const integerParam = (name: string, min: number, max: number) =>
     .transform(Number)
     .pipe(z.number().int().min(min, { message: `${name} must be at least ${min}` }).max(max, { message: `${name} must be at most ${max}` }));
 
-export const ListQuery = z.object({
-  limit: integerParam('limit', 1, MAX_LIMIT).default(DEFAULT_LIMIT),
-  offset: integerParam('offset', 0, Number.MAX_SAFE_INTEGER).default(0),
-});
+/** The largest page number: keeps (page - 1) * limit a safe integer at any limit. */
+const MAX_PAGE = Math.floor(Number.MAX_SAFE_INTEGER / MAX_LIMIT);
+
+export const ListQuery = z
+  .object({
+    limit: integerParam('limit', 1, MAX_LIMIT).default(DEFAULT_LIMIT),
+    offset: integerParam('offset', 0, Number.MAX_SAFE_INTEGER).optional(),
+    // The response is a paginate-style page (page, nextPage), and clients written for that shape
+    // send ?page=N: read it, rather than silently answer page 1.
+    page: integerParam('page', 1, MAX_PAGE).optional(),
+  })
+  .superRefine((query, ctx) => {
+    if (query.offset !== undefined && query.page !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['page'], params: { rule: 'exclusive' }, message: 'give offset or page, not both' });
+    }
+  })
+  .transform(({ limit, offset, page }) => ({ limit, offset: offset ?? (page === undefined ? 0 : (page - 1) * limit) }));
 
 export function parseListQuery(query: unknown): { ok: true; value: { limit: number; offset: number } } | { ok: false; details: ErrorDetail[] } {
   // A repeated parameter arrives as an array: reject rather than guess.
@@ -26,12 +39,19 @@ export function parseListQuery(query: unknown): { ok: true; value: { limit: numb
   for (const issue of parsed.error.issues) {
     const detail = {
       field: String(issue.path[0] ?? ''),
-      rule: issue.code === 'too_small' ? 'min' : issue.code === 'too_big' ? 'max' : 'integer',
+      rule: ruleOf(issue),
       message: issue.code === 'invalid_type' ? `${String(issue.path[0])} must be an integer` : issue.message,
     };
     details.set(`${detail.field}\u0000${detail.rule}`, detail);
   }
   return { ok: false, details: [...details.values()] };
+}
+
+function ruleOf(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'too_small') return 'min';
+  if (issue.code === 'too_big') return 'max';
+  if (issue.code === 'custom') return String(issue.params?.rule ?? 'custom');
+  return 'integer';
 }
 
 export interface PageMeta {

@@ -25,6 +25,8 @@ export interface ListOptions extends CallOptions {
   limit?: number;
   /** ≥ 0; default 0. */
   offset?: number;
+  /** 1-based page of `limit` predictions, instead of `offset` (the server answers 400 for both). */
+  page?: number;
 }
 
 export interface ListAllOptions extends CallOptions {
@@ -59,6 +61,7 @@ export async function listPredictions(http: Transport, options: ListOptions = {}
   const query = new URLSearchParams();
   if (options.limit !== undefined) query.set('limit', String(options.limit));
   if (options.offset !== undefined) query.set('offset', String(options.offset));
+  if (options.page !== undefined) query.set('page', String(options.page));
   const search = query.toString();
   const suffix = search === '' ? '' : `?${search}`;
   const envelope = await http.request({ method: 'GET', path: `/v1/predictions${suffix}`, schema: ListEnvelopeSchema, auth: true, retry: true, signal: options.signal });

@@ -169,6 +169,12 @@ describe('listing predictions', () => {
     ['offset=abc', 'offset', 'integer'],
     ['offset=2.5', 'offset', 'integer'],
     ['offset=99999999999999999999', 'offset', 'max'],
+    ['page=0', 'page', 'min'],
+    ['page=-2', 'page', 'min'],
+    ['page=1.5', 'page', 'integer'],
+    ['page=abc', 'page', 'integer'],
+    ['page=1&page=2', 'page', 'integer'],
+    ['page=90071992547410', 'page', 'max'],
   ])('answers 400 invalid_request naming the field for %s', async (query, field, rule) => {
     const response = await list(LISTER, `?${query}`);
     expect(response.status).toBe(400);
@@ -181,8 +187,38 @@ describe('listing predictions', () => {
     expect(response.body.error.details.map((detail: { field: string }) => detail.field).sort()).toEqual(['limit', 'offset']);
   });
 
+  it.each([
+    [3, 2, 4],
+    [1, 10, 0],
+    [3, 10, 20],
+    [4, 10, 30],
+  ])('reads page=%i at limit=%i as offset %i, the page that nextPage names', async (page, limit, offset) => {
+    const byPage = await list(LISTER, `?page=${page}&limit=${limit}`);
+    expect(byPage.status).toBe(200);
+    const byOffset = await list(LISTER, `?offset=${offset}&limit=${limit}`);
+    expect(byPage.body).toEqual(byOffset.body);
+    expect(byPage.body.data.page).toBe(page);
+  });
+
+  it('follows nextPage as ?page= through every prediction exactly once', async () => {
+    const seen: string[] = [];
+    let page: number | null = 1;
+    for (let guard = 0; page !== null && guard < 20; guard++) {
+      const data: { docs: { id: string }[]; nextPage: number | null } = (await list(LISTER, `?limit=4&page=${page}`)).body.data;
+      seen.push(...data.docs.map((doc) => doc.id));
+      page = data.nextPage;
+    }
+    expect(seen).toEqual(newestFirst());
+  });
+
+  it('answers 400 naming page when both page and offset are given', async () => {
+    const response = await list(LISTER, '?page=2&offset=0');
+    expect(response.status).toBe(400);
+    expect(response.body.error.details).toEqual([expect.objectContaining({ field: 'page', rule: 'exclusive' })]);
+  });
+
   it('ignores unknown query parameters', async () => {
-    const response = await list(LISTER, '?page=3&sort=asc&limit=2');
+    const response = await list(LISTER, '?sort=asc&cursor=abc&limit=2');
     expect(response.status).toBe(200);
     expect(response.body.data.docs.map((doc: { id: string }) => doc.id)).toEqual(newestFirst().slice(0, 2));
   });

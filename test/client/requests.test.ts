@@ -52,6 +52,7 @@ describe('QrArtClient requests', () => {
     expect(last).toMatchObject({ page: 3, hasNextPage: false, nextPage: null, prevPage: 2 });
     expect(last.docs.map((d) => d.id)).toEqual(ids.slice(4));
     expect(last.docs[0]).not.toHaveProperty('createdAt'); // listed items omit it (spec 2.3)
+    expect(await client.list({ limit: 2, page: 3 })).toEqual(last);
 
     const all: string[] = [];
     for await (const doc of client.listAll({ pageSize: 2 })) all.push(doc.id);
