@@ -92,15 +92,26 @@ function optionalText(description: string) {
   return z.string().max(LIMITS.textMaxLength).optional().meta({ description });
 }
 
-/** An absolute http(s) URL of an input image. */
-function imageUrl(description: string) {
+/**
+ * An absolute http(s) URL of an input image. A host that is literally loopback or private is
+ * refused here, as a webhook's is: the worker's fetcher would refuse it anyway (and it still checks
+ * what a name resolves to), but only after the prediction was charged, queued and refunded.
+ */
+function imageUrl(description: string, options: SchemaOptions) {
   return z
     .string()
     .max(LIMITS.urlMaxLength)
     .superRefine((s, ctx) => {
       if (s.length > LIMITS.urlMaxLength) return; // reported by max()
-      const problem = checkUrl(s, ['http:', 'https:'], false);
-      if (problem) {
+      const problem = checkUrl(s, ['http:', 'https:'], !options.allowPrivateUrls);
+      if (problem?.kind === 'private_host') {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must point at a public host, not a loopback, private or link-local one (${problem.host})`,
+          params: { rule: 'public_host' },
+          input: s,
+        });
+      } else if (problem) {
         ctx.addIssue({ code: 'custom', message: 'must be an absolute http or https URL', params: { rule: 'url' }, input: s });
       }
     })
@@ -221,7 +232,7 @@ function qrImageSchema(entry: QrImageEntry, options: SchemaOptions): Built {
     schema: z.object({
       workflow: z.literal(entry.name),
       qrText: requiredText('The prompt to generate.'),
-      qrImage: imageUrl('URL of the classic (black and white) QR code image.'),
+      qrImage: imageUrl('URL of the classic (black and white) QR code image.', options),
       qrStrength: numberWithDefault(p.qrStrength, 'Strength of the QR code in the image.'),
       qrSteps: qrSteps(p.qrSteps),
       qrRepair: qrRepair(entry),
@@ -315,7 +326,7 @@ function outpaintingSchema(entry: OutpaintingEntry, options: SchemaOptions): Bui
   return {
     schema: z.object({
       workflow: z.literal(entry.name),
-      image: imageUrl('URL of the original image to extend.'),
+      image: imageUrl('URL of the original image to extend.', options),
       prompt: optionalText('Prompt; when absent the worker captions the image and uses the caption.'),
       negativePrompt: optionalText('What should not appear.'),
       seed: seed(),

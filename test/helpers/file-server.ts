@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
 export interface FileServer {
   /** http://127.0.0.1:PORT, no trailing slash. */
   readonly url: string;
+  /** The path of every request served so far, in order. */
+  readonly requests: readonly string[];
   close(): Promise<void>;
 }
 
@@ -13,7 +15,9 @@ export interface FileServer {
  * otherwise. `special` may answer a request itself (a stalled body, a redirect) by returning true.
  */
 export async function serveFiles(files: Readonly<Record<string, Buffer>>, special?: (req: http.IncomingMessage, res: http.ServerResponse) => boolean): Promise<FileServer> {
+  const requests: string[] = [];
   const server = http.createServer((req, res) => {
+    requests.push(req.url ?? '');
     if (special?.(req, res)) return;
     const body = files[req.url ?? ''];
     if (!body) return void res.writeHead(404).end();
@@ -23,6 +27,7 @@ export async function serveFiles(files: Readonly<Record<string, Buffer>>, specia
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    requests,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

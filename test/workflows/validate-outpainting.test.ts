@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { expectIssue, expectOk, FIXED_SEED, minimalBody, parse, withField, without } from './helpers.ts';
+import { DEV_OPTIONS, expectIssue, expectOk, FIXED_SEED, minimalBody, parse, withField, without } from './helpers.ts';
 import { checkRange } from './ranges.ts';
 
 const OP = 'outpainting';
@@ -86,6 +86,13 @@ describe('outpainting', () => {
   it('requires image to be an absolute http(s) URL', () => {
     for (const bad of ['photo.jpg', 'file:///etc/passwd', 'gs://bucket/x.jpg']) expectIssue(parse(withField(OP, 'image', bad)), 'image', 'url');
     expectOk(parse(withField(OP, 'image', 'http://example.com/a.jpg')));
+  });
+
+  it('refuses an image on a literal loopback or private host at once, unless allowPrivateUrls', () => {
+    for (const url of ['http://127.0.0.1:9000/a.jpg', 'https://192.168.1.20/a.jpg', 'http://[fd00::1]/a.jpg']) {
+      expectIssue(parse(withField(OP, 'image', url)), 'image', 'public_host');
+      expectOk(parse(withField(OP, 'image', url), DEV_OPTIONS));
+    }
   });
 
   it('does not store QR fields sent to outpainting', () => {

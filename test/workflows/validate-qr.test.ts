@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  DEV_OPTIONS,
   expectIssue,
   expectOk,
   FIXED_SEED,
@@ -63,6 +64,18 @@ describe('QR Art v1 to v3b (client QR image)', () => {
     const exact = prefix + 'a'.repeat(2048 - prefix.length);
     expect(expectOk(parse(withField(wf, 'qrImage', exact))).input.qrImage).toBe(exact);
     expectIssue(parse(withField(wf, 'qrImage', exact + 'a')), 'qrImage', 'max');
+  });
+
+  it('refuses a qrImage on a literal loopback or private host at once, unless allowPrivateUrls', () => {
+    const wf = 'generate_qr_art_v3a';
+    for (const host of ['localhost', '127.0.0.1', '10.0.0.7', '169.254.169.254', '[::1]', '0x7f.1']) {
+      const url = `http://${host}:8080/qr.png`;
+      const issue = expectIssue(parse(withField(wf, 'qrImage', url)), 'qrImage', 'public_host');
+      expect(issue.message).toMatch(/^qrImage must point at a public host/);
+      expect(expectOk(parse(withField(wf, 'qrImage', url), DEV_OPTIONS)).input.qrImage).toBe(url);
+    }
+    // A name is not resolved here: the worker's fetcher checks what it resolves to.
+    expectOk(parse(withField(wf, 'qrImage', 'https://images.internal/qr.png')));
   });
 });
 
