@@ -92,6 +92,11 @@ function optionalText(description: string) {
   return z.string().max(LIMITS.textMaxLength).optional().meta({ description });
 }
 
+/** The `public_host` issue of every URL field: one rule, one wording. */
+function privateHostIssue(host: string, input: string) {
+  return { code: 'custom' as const, message: `must not point at a loopback, private or link-local host (${host})`, params: { rule: 'public_host' }, input };
+}
+
 /**
  * An absolute http(s) URL of an input image. A host that is literally loopback or private is
  * refused here, as a webhook's is: the worker's fetcher would refuse it anyway (and it still checks
@@ -105,12 +110,7 @@ function imageUrl(description: string, options: SchemaOptions) {
       if (s.length > LIMITS.urlMaxLength) return; // reported by max()
       const problem = checkUrl(s, ['http:', 'https:'], !options.allowPrivateUrls);
       if (problem?.kind === 'private_host') {
-        ctx.addIssue({
-          code: 'custom',
-          message: `must point at a public host, not a loopback, private or link-local one (${problem.host})`,
-          params: { rule: 'public_host' },
-          input: s,
-        });
+        ctx.addIssue(privateHostIssue(problem.host, s));
       } else if (problem) {
         ctx.addIssue({ code: 'custom', message: 'must be an absolute http or https URL', params: { rule: 'url' }, input: s });
       }
@@ -135,12 +135,7 @@ function webhookUrl(options: SchemaOptions) {
           input: s,
         });
       } else if (problem.kind === 'private_host') {
-        ctx.addIssue({
-          code: 'custom',
-          message: `must not point at a loopback, private or link-local host (${problem.host})`,
-          params: { rule: 'public_host' },
-          input: s,
-        });
+        ctx.addIssue(privateHostIssue(problem.host, s));
       } else {
         ctx.addIssue({
           code: 'custom',

@@ -71,7 +71,7 @@ describe('QR Art v1 to v3b (client QR image)', () => {
     for (const host of ['localhost', '127.0.0.1', '10.0.0.7', '169.254.169.254', '[::1]', '0x7f.1']) {
       const url = `http://${host}:8080/qr.png`;
       const issue = expectIssue(parse(withField(wf, 'qrImage', url)), 'qrImage', 'public_host');
-      expect(issue.message).toMatch(/^qrImage must point at a public host/);
+      expect(issue.message).toMatch(/^qrImage must not point at a loopback, private or link-local host/);
       expect(expectOk(parse(withField(wf, 'qrImage', url), DEV_OPTIONS)).input.qrImage).toBe(url);
     }
     // A name is not resolved here: the worker's fetcher checks what it resolves to.
