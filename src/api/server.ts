@@ -8,6 +8,7 @@ import type { Database } from '../store/database.ts';
 import type { PredictionSubmitter } from '../predictions/create.ts';
 import type { PredictionReader } from '../predictions/reader.ts';
 import type { PredictionFeed } from '../queue/prediction-feed.ts';
+import { AllowedMethods } from './allowed-methods.ts';
 import { ApiError, toApiError } from './errors.ts';
 import { UNMATCHED_ROUTE, type ApiMetrics } from './metrics.ts';
 import { docsRoutes } from './routes/docs.ts';
@@ -105,8 +106,19 @@ export function buildApi(deps: ApiDependencies) {
     if (apiError.retryAfterSeconds !== undefined) reply.header('retry-after', String(apiError.retryAfterSeconds));
     return reply.code(apiError.statusCode).send(apiError.toBody());
   });
+  // Every route registered below, so that a known path asked with another method gets 405.
+  const allowedMethods = new AllowedMethods();
+  app.addHook('onRoute', (route) => allowedMethods.add(route.method, route.url));
   app.setNotFoundHandler((request, reply) => {
-    const error = new ApiError(404, 'not_found', `no route ${request.method} ${request.url.split('?')[0]}`);
+    const path = request.url.split('?')[0];
+    const allowed = allowedMethods.at(request.url);
+    if (allowed.length > 0 && !allowed.includes(request.method)) {
+      const error = new ApiError(405, 'method_not_allowed', `${path} accepts ${allowed.join(', ')}, not ${request.method}`, [
+        { field: 'method', rule: 'allowed_methods', message: `use ${allowed.join(', ')}` },
+      ]);
+      return reply.code(405).header('allow', allowed.join(', ')).send(error.toBody());
+    }
+    const error = new ApiError(404, 'not_found', `no route ${request.method} ${path}`);
     return reply.code(404).send(error.toBody());
   });
 

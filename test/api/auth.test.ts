@@ -222,14 +222,34 @@ describe('authentication and ownership', () => {
       ['GET', '/nope'],
       ['GET', '/v1/nope'],
       ['GET', '/v2/predictions'],
-      ['POST', '/v1/predictions'],
-      ['DELETE', `/v1/predictions/${randomUUID()}`],
-      ['PUT', '/v1/predictions/queue'],
+      ['DELETE', '/v2/predictions'],
+      ['GET', '/playground/no-such-file.js'],
     ])('%s %s answers 404 with a JSON error body', async (method, path) => {
       const response = await stack.call(method, path, { key: ALICE });
       expect(response.status).toBe(404);
       expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(response.headers.get('allow')).toBeNull();
       expect(response.body).toEqual({ success: false, error: { code: 'not_found', message: expect.any(String), details: [] } });
+    });
+
+    it.each([
+      ['POST', '/v1/predictions', 'GET, HEAD'],
+      ['DELETE', `/v1/predictions/${randomUUID()}`, 'GET, HEAD'],
+      ['PATCH', `/v1/predictions/${randomUUID()}?x=1`, 'GET, HEAD'],
+      ['PUT', '/v1/predictions/queue', 'GET, HEAD, POST'],
+      ['POST', '/healthz', 'GET, HEAD'],
+      ['OPTIONS', '/v1/predictions', 'GET, HEAD'],
+      ['POST', '/playground/main.js', 'GET, HEAD'],
+      ['GET', '/v1/qr/preview', 'POST'],
+    ])('%s %s, a known path with another method, answers 405 with Allow: %s', async (method, path, allow) => {
+      const response = await stack.call(method, path, { key: ALICE });
+      expect(response.status).toBe(405);
+      expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(response.headers.get('allow')).toBe(allow);
+      expect(response.body).toEqual({
+        success: false,
+        error: { code: 'method_not_allowed', message: expect.stringContaining(`not ${method}`), details: [{ field: 'method', rule: 'allowed_methods', message: `use ${allow}` }] },
+      });
     });
   });
 });

@@ -268,6 +268,7 @@ describe('creating predictions', () => {
     it('answers 405 without a body, 400 to malformed JSON, 415 to text/plain, 400 to an invalid outpainting body', async () => {
       const none = await rawCall(stack.baseUrl, 'GET', '/v1/predictions/queue', { headers: { 'x-api-key': ALICE } });
       expect(none.status).toBe(405);
+      expect(none.headers.allow).toBe('GET, HEAD, POST');
       expectErrorBody(none.body, 'method_not_allowed');
 
       const malformed = await getWithBody(ALICE, '{"workflow":"outpainting",');

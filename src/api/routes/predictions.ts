@@ -63,6 +63,8 @@ export async function predictionRoutes(app: FastifyInstance, options: Prediction
   app.get('/v1/predictions/queue', async (request, reply) => {
     const body = await readJsonBody(request, options.bodyLimit);
     if (body === null || typeof body !== 'object' || Array.isArray(body) || (body as { workflow?: unknown }).workflow !== 'outpainting') {
+      // Every 405 names the methods the path answers (RFC 9110 15.5.6), as the router's do (server.ts).
+      void reply.header('allow', 'GET, HEAD, POST');
       throw new ApiError(405, 'method_not_allowed', 'GET /v1/predictions/queue accepts only an outpainting body; use POST for every workflow', [
         { field: 'workflow', rule: 'get_only_outpainting' },
       ]);

@@ -1,0 +1,31 @@
+/**
+ * Which methods the API answers at a path, so that a known path asked with another method is
+ * told 405 and what it accepts (RFC 9110 15.5.6: a 405 carries Allow), not 404 "no route".
+ *
+ * fastify's own router only says that nothing matched. find-my-way (fastify's router) matches a
+ * concrete path against the same route patterns, parameters and static prefixes included.
+ */
+import FindMyWay from 'find-my-way';
+
+type HTTPMethod = FindMyWay.HTTPMethod;
+
+export class AllowedMethods {
+  private readonly router = FindMyWay();
+  private readonly methods = new Set<HTTPMethod>();
+
+  /** Records a route: one method or several (fastify's route.method) at one pattern. */
+  add(method: string | string[], url: string): void {
+    for (const one of [method].flat() as HTTPMethod[]) this.addOne(one, url);
+  }
+
+  private addOne(method: HTTPMethod, url: string): void {
+    this.methods.add(method);
+    // The same pattern is registered once per method; find-my-way refuses a duplicate.
+    if (!this.router.hasRoute(method, url)) this.router.on(method, url, () => undefined);
+  }
+
+  /** The methods some route answers at `url` as requested (its query string ignored), sorted. */
+  at(url: string): string[] {
+    return [...this.methods].filter((method) => this.router.find(method, url) !== null).sort();
+  }
+}
