@@ -3,7 +3,8 @@
  * description, parameter ranges, defaults and cost rules.
  *
  * Every number that governs validation or pricing (ranges, defaults, costs, text/URL limits)
- * lives in this file, so a maintainer edits one place. The output-size table is in sizes.ts
+ * lives in this file, so a maintainer edits one place; pricing.ts computes a prediction's cost
+ * from the cost rules here. The output-size table is in sizes.ts
  * (spec 4.1.3), the preset names in presets.ts (spec 4.4), and the pattern names and qrRepair
  * levels with the QR layer that draws and repairs them (qr/patterns.ts, qr/repair-modes.ts;
  * re-exported here). docs/workflows.md documents the same numbers for clients; keep them in step.
@@ -455,52 +456,4 @@ export function workflowForSubjectToken(token: string): WorkflowEntry | undefine
 export function samplingFor(entry: QrV5Entry, asked: { steps: number; cfg: number }): { steps: number; cfg: number } {
   const clamp = (value: number, r: NumericRange) => Math.min(r.max, Math.max(r.min, value));
   return { steps: clamp(asked.steps, entry.sampling.steps), cfg: clamp(asked.cfg, entry.sampling.cfg) };
-}
-
-// ---------------------------------------------------------------------------
-// Cost computation (integer cents; no floating-point money)
-// ---------------------------------------------------------------------------
-
-/** The subset of a normalized input that pricing looks at. */
-export interface CostInput {
-  readonly batchSize?: number;
-  readonly resolution?: Resolution;
-  readonly enhance?: EnhanceValue;
-  readonly type?: OutpaintingType;
-}
-
-/** Price of one image in integer cents (before batchSize). */
-export function perImageCostCents(entry: WorkflowEntry, input: CostInput): number {
-  const cost = entry.cost;
-  switch (cost.kind) {
-    case 'flat':
-      return cost.cents;
-    case 'per_image':
-      return cost.centsPerImage;
-    case 'per_image_by_resolution': {
-      const resolution = input.resolution ?? (entry.family === 'qr-v5' ? entry.enumDefaults.resolution : 'SD');
-      const percent = cost.resolutionFactorPercent[resolution];
-      // Integer arithmetic; .5 of a cent rounds up (e.g. 299 x 150% = 448.5 -> 449).
-      const base = Math.floor((cost.centsPerImage * percent + 50) / 100);
-      return base + (input.enhance === 'face' ? cost.enhanceFaceCentsPerImage : 0);
-    }
-    case 'by_type':
-      return cost.cents[input.type ?? 'one_shot'];
-  }
-}
-
-/** Number of images a prediction produces: batchSize where the workflow has it, else 1. */
-export function imageCountFor(entry: WorkflowEntry, input: CostInput): number {
-  if (entry.family === 'qr-content' || entry.family === 'qr-v5') return input.batchSize ?? entry.params.batchSize.default;
-  return 1;
-}
-
-/** Total price of a prediction in integer cents (hundredths of a credit). */
-export function costCentsFor(entry: WorkflowEntry, input: CostInput): number {
-  return perImageCostCents(entry, input) * imageCountFor(entry, input);
-}
-
-/** Credits as a number for the record's `credits` field (249 -> 2.49). */
-export function centsToCredits(cents: number): number {
-  return cents / 100;
 }

@@ -6,16 +6,14 @@
 import { webcrypto } from 'node:crypto';
 import {
   catalogue,
-  costCentsFor,
-  imageCountFor,
   isWorkflowName,
   LIMITS,
-  type CostInput,
   type OutpaintingEntry,
   type QrV5Entry,
   type V5Model,
   type WorkflowEntry,
 } from './catalogue.ts';
+import { costCentsFor, imageCountFor, type CostInput } from './pricing.ts';
 import { placementFor } from '../qr/control-image.ts';
 import { encodedSize } from '../qr/encode.ts';
 import { DEFAULT_QUIET_ZONE_MODULES, layoutQr, QrLayoutError, type Canvas, type Placement } from '../qr/layout.ts';

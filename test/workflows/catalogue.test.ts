@@ -1,13 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
   catalogue,
-  centsToCredits,
-  costCentsFor,
   isWorkflowName,
   LIMITS,
   subjectTokenFor,
   workflowForSubjectToken,
 } from '../../src/workflows/catalogue.ts';
+import { centsToCredits, costCentsFor } from '../../src/workflows/pricing.ts';
 import { QR_WORKFLOWS, WORKFLOWS } from '../../src/workflows/names.ts';
 import { isPresetName, PRESETS } from '../../src/workflows/presets.ts';
 import { ASPECT_RATIOS, MAX_OUTPUT_AREA, MAX_OUTPUT_SIDE, OUTPUT_SIZES, outputSize, RESOLUTIONS } from '../../src/workflows/sizes.ts';
