@@ -10,6 +10,7 @@ import { QR_WORKFLOWS, type WorkflowName } from '../workflows/names.ts';
 import { parseCreateBody } from '../workflows/validate.ts';
 import { ApiError, invalidRequest, notFound, serviceUnavailable, unauthorized } from './errors.ts';
 import { DEFAULT_LIMIT } from './pagination.ts';
+import { centsToCredits } from '../workflows/pricing.ts';
 
 /**
  * A realistic create body per workflow. Keyed by WorkflowName so that a new workflow without
@@ -165,7 +166,7 @@ export function predictionExample(workflow: WorkflowName, status: 'queued' | 'ex
     refunded: false,
     creditType: 'API_CREDITS',
     isScanables: done ? images.map(() => true) : [],
-    credits: costCents / 100,
+    credits: centsToCredits(costCents),
   };
 }
 

@@ -24,6 +24,7 @@ import {
 import { invalidRequest } from './errors.ts';
 import { RESPONSE_SCHEMAS } from './openapi-schemas.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination.ts';
+import { centsToCredits } from '../workflows/pricing.ts';
 
 const jsonSchema = (schema: z.ZodType) => z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' });
 
@@ -180,7 +181,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
               content: {
                 'application/json': {
                   schema: { $ref: '#/components/schemas/Quote' },
-                  example: { success: true, data: { workflow: 'generate_qr_art_v5', credits: v5.costCents / 100, input: v5.input } },
+                  example: { success: true, data: { workflow: 'generate_qr_art_v5', credits: centsToCredits(v5.costCents), input: v5.input } },
                 },
               },
             },
@@ -222,7 +223,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
                   description: 'JSON of the layout at full output size: `{"width","height","x","y","side","codeSide","version"}` (schema QrLayout)',
                   schema: { type: 'string', contentMediaType: 'application/json', contentSchema: { $ref: '#/components/schemas/QrLayout' } },
                 },
-                'x-credits': { description: 'what creating this prediction would cost, in credits', schema: { type: 'string', example: String(v5.costCents / 100) } },
+                'x-credits': { description: 'what creating this prediction would cost, in credits', schema: { type: 'string', example: String(centsToCredits(v5.costCents)) } },
               },
               content: { 'image/png': { schema: { type: 'string', contentMediaType: 'image/png' } } },
             },

@@ -8,6 +8,7 @@ import { subjects } from '../queue/subjects.ts';
 import type { JobMessage } from '../messages/schemas.ts';
 import { catalogue } from '../workflows/catalogue.ts';
 import type { ParsedPrediction } from '../workflows/validate.ts';
+import { centsToCredits } from '../workflows/pricing.ts';
 
 /** Where committed creates are counted (the API's metrics; declared here so this layer needs nothing above it). */
 export interface CreationRecorder {
@@ -53,7 +54,7 @@ export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBat
       results.forEach((result, index) => {
         const { prediction } = batch[index]!;
         // Committed: counted once, a replay of an Idempotency-Key charged nothing.
-        if (result.ok && !result.replayed) deps.metrics?.predictionCreated(prediction.workflow, prediction.costCents / 100);
+        if (result.ok && !result.replayed) deps.metrics?.predictionCreated(prediction.workflow, centsToCredits(prediction.costCents));
         return result.ok ? batch[index]!.resolve(result) : batch[index]!.reject(result.error);
       });
     } catch (error) {

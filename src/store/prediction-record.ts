@@ -3,6 +3,7 @@
  * Creation and reads (predictions.ts) and status changes (prediction-transitions.ts) share it.
  */
 import type { PredictionError, PredictionOutput } from '../messages/schemas.ts';
+import { centsToCredits } from '../workflows/pricing.ts';
 
 export type PredictionStatus = 'queued' | 'executing' | 'executed' | 'failed';
 
@@ -67,7 +68,7 @@ export function toRecord(row: PredictionRow): PredictionRecord {
     refunded: row.refunded,
     creditType: row.credit_type,
     isScanables: row.is_scanables ?? [],
-    credits: Number(row.credits_cents) / 100,
+    credits: centsToCredits(Number(row.credits_cents)),
   };
 }
 

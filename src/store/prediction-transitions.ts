@@ -7,6 +7,7 @@ import { NSFW_ERROR, NSFW_OUTPUT } from '../messages/schemas.ts';
 import type { Database } from './database.ts';
 import { enqueueOutbox, type OutboxMessage, type PendingOutboxMessage } from './outbox.ts';
 import { PREDICTION_COLUMNS, toRecord, type PredictionRecord, type PredictionRow, type PredictionStatus } from './prediction-record.ts';
+import { centsToCredits } from '../workflows/pricing.ts';
 
 const RANK: Record<PredictionStatus, number> = { queued: 0, executing: 1, executed: 2, failed: 2 };
 
@@ -107,7 +108,7 @@ export async function applyTransition(
           );
           if (refunds.length > 0) {
             await tx.query('UPDATE users SET balance_cents = balance_cents + $2 WHERE id = $1', [row.user_id, Number(row.credits_cents)]);
-            refundedCredits = Number(row.credits_cents) / 100;
+            refundedCredits = centsToCredits(Number(row.credits_cents));
           }
         }
         ({ rows: updated } = await tx.query<PredictionRow>(

@@ -6,6 +6,7 @@ import type { Database, Queryable } from './database.ts';
 import { claimId, DEFAULT_IDEMPOTENCY_TTL_MS, findLiveKeys, IdempotencyKeyReusedError, recordKeys, type IdempotencyClaim } from './idempotency.ts';
 import { enqueueOutbox, type OutboxMessage, type PendingOutboxMessage } from './outbox.ts';
 import { PREDICTION_COLUMNS, toListed, toRecord, type ListedPrediction, type PredictionRecord, type PredictionRow } from './prediction-record.ts';
+import { centsToCredits } from '../workflows/pricing.ts';
 
 function newRecord(prediction: NewPrediction, createdAtMs: number): PredictionRecord {
   const at = new Date(createdAtMs).toISOString();
@@ -23,7 +24,7 @@ function newRecord(prediction: NewPrediction, createdAtMs: number): PredictionRe
     refunded: false,
     creditType: 'API_CREDITS',
     isScanables: [],
-    credits: prediction.costCents / 100,
+    credits: centsToCredits(prediction.costCents),
   };
 }
 
@@ -48,7 +49,7 @@ export class InsufficientCreditsError extends Error {
     readonly requiredCents: number,
     readonly balanceCents: number,
   ) {
-    super(`this prediction costs ${requiredCents / 100} credits and the balance is ${balanceCents / 100}`);
+    super(`this prediction costs ${centsToCredits(requiredCents)} credits and the balance is ${centsToCredits(balanceCents)}`);
   }
 }
 

@@ -5,6 +5,7 @@ import { renderControlImage } from '../../qr/control-image.ts';
 import { controlPlanFor } from '../../workflows/control.ts';
 import { parseCreateBody, type ParsedPrediction } from '../../workflows/validate.ts';
 import { ApiError, invalidRequest } from '../errors.ts';
+import { centsToCredits } from '../../workflows/pricing.ts';
 
 export interface FreeToolsOptions {
   allowPrivateUrls: boolean;
@@ -46,7 +47,7 @@ export async function freeToolRoutes(app: FastifyInstance, options: FreeToolsOpt
     // The seed a create would draw is not drawn here: it stays absent unless the body gave one.
     const given = request.body as Record<string, unknown>;
     if (given.seed === undefined || given.seed === null) delete input.seed;
-    return { success: true, data: { workflow, credits: costCents / 100, input } };
+    return { success: true, data: { workflow, credits: centsToCredits(costCents), input } };
   });
 
   app.post('/v1/qr/preview', async (request, reply) => {
@@ -69,7 +70,7 @@ export async function freeToolRoutes(app: FastifyInstance, options: FreeToolsOpt
       .type('image/png')
       .header('cache-control', 'no-store')
       .header('x-qr-layout', JSON.stringify(layout))
-      .header('x-credits', String(costCents / 100))
+      .header('x-credits', String(centsToCredits(costCents)))
       .send(await encodePng(small));
   });
 }
