@@ -212,7 +212,7 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
     await close(page);
   });
 
-  it('(a) creates a v5 prediction: the progress bar moves, the image comes with its scan badge', async () => {
+  it('(a) creates a v5 prediction: the progress bar moves, the image comes with its scan badge and robustness', async () => {
     const page = await open(DESKTOP, KEY);
     // Everything the bar and the status show, recorded in the page as it changes.
     await page.evaluate(() => {
@@ -265,12 +265,15 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
       figures.map((f) => ({
         width: (f.querySelector('img') as Element).naturalWidth,
         badge: f.querySelector('.badge')?.textContent,
+        robustness: f.querySelector('.robustness')?.textContent,
         download: (f.querySelector('a.download') as Element).href,
       })),
     );
     expect(shown).toHaveLength(1);
     expect(shown[0]!.width).toBe(768);
     expect(shown[0]!.badge).toBe(full.isScanables[0] ? 'scans' : 'may not scan');
+    expect(full.output.scanRobustness).toHaveLength(1);
+    expect(shown[0]!.robustness).toBe(`${Math.round(full.output.scanRobustness[0] * 100)}% of test photos`);
     expect(new URL(shown[0]!.download).origin).toBe(new URL(stack.baseUrl).origin);
     expect((await fetch(shown[0]!.download)).headers.get('content-type')).toBe('image/png');
     await shoot(page, 'result', { selector: '#result-card' });

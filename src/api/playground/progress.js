@@ -36,6 +36,7 @@ export function resultView(elements) {
     images.replaceChildren();
     const urls = record.output && typeof record.output === 'object' && Array.isArray(record.output.images) ? record.output.images : [];
     const verdicts = Array.isArray(record.isScanables) ? record.isScanables : [];
+    const robustness = record.output && typeof record.output === 'object' && Array.isArray(record.output.scanRobustness) ? record.output.scanRobustness : [];
     urls.forEach((imageUrl, i) => {
       const local = sameOriginFile(imageUrl);
       const figure = document.createElement('figure');
@@ -51,6 +52,14 @@ export function resultView(elements) {
         badge.textContent = verdicts[i] ? 'scans' : 'may not scan';
         badge.title = verdicts[i] ? 'Our scanners read the code in this image.' : 'Our scanners could not read the code: test it with your phone before printing.';
         bar.append(badge);
+      }
+      if (typeof robustness[i] === 'number') {
+        // How much margin the code has: the share of simulated phone photos our scanners read.
+        const share = document.createElement('span');
+        share.className = 'robustness';
+        share.textContent = `${Math.round(robustness[i] * 100)}% of test photos`;
+        share.title = 'Share of simulated phone photos of this image (sizes, angles, blur, light, JPEG) that our scanners read.';
+        bar.append(share);
       }
       const link = document.createElement('a');
       link.href = local;
