@@ -161,17 +161,20 @@ export async function generateCommand(argv: string[], config: GenerateConfig = {
     if (run.outcome.kind === 'nsfw') return fail(['rejected: the NSFW check flagged the output; no files written'], 3);
 
     await mkdir(out, { recursive: true });
-    const files: { path: string; isScannable: boolean }[] = [];
+    const files: { path: string; isScannable: boolean; scanRobustness: number | null }[] = [];
     for (const [i, image] of run.outcome.images.entries()) {
       const file = path.join(out, `${run.seed}-${i}.${image.extension}`);
       await writeFile(file, image.data);
-      files.push({ path: file, isScannable: image.isScannable === true });
+      files.push({ path: file, isScannable: image.isScannable === true, scanRobustness: image.scanRobustness ?? null });
     }
     const timings = Object.fromEntries(Object.entries(run.timings).map(([k, v]) => [k, Math.round(v)]));
     if (values.json) {
       console.log(JSON.stringify({ workflow: value.workflow, seed: run.seed, width: run.width, height: run.height, provider: client.provider.provider, files, isScanables: files.map((f) => f.isScannable), timings }));
     } else {
-      files.forEach((f, i) => console.log(`${f.path}  ${run.width}x${run.height}  seed ${imageSeed(run.seed, i)}  scannable: ${f.isScannable ? 'yes' : 'no'}`));
+      files.forEach((f, i) => {
+        const share = f.scanRobustness === null ? '' : ` (${Math.round(f.scanRobustness * 100)}% of test photos read)`;
+        console.log(`${f.path}  ${run.width}x${run.height}  seed ${imageSeed(run.seed, i)}  scannable: ${f.isScannable ? 'yes' : 'no'}${share}`);
+      });
       console.log(`isScanables: ${JSON.stringify(files.map((f) => f.isScannable))}`);
       console.log(`timings (ms, ${client.provider.provider}): ${Object.entries(timings).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     }

@@ -175,15 +175,19 @@ async function finish(client: QrArtClient, record: PredictionRecord, out: string
   }
   const urls = typeof record.output === 'object' ? record.output.images : [];
   await mkdir(out, { recursive: true });
-  const files: { path: string; url: string; isScannable: boolean | null }[] = [];
+  const robustness = typeof record.output === 'object' ? (record.output.scanRobustness ?? []) : [];
+  const files: { path: string; url: string; isScannable: boolean | null; scanRobustness: number | null }[] = [];
   for (const [i, url] of urls.entries()) {
     const file = path.join(out, `${record.id}-${i}${path.extname(new URL(url).pathname) || '.png'}`);
     await writeFile(file, await client.download(url));
-    files.push({ path: file, url, isScannable: record.isScanables[i] ?? null });
+    files.push({ path: file, url, isScannable: record.isScanables[i] ?? null, scanRobustness: robustness[i] ?? null });
   }
   if (json) console.log(JSON.stringify({ record, files }));
   else {
-    for (const file of files) console.log(`${file.path}  scannable: ${file.isScannable === null ? 'n/a' : file.isScannable ? 'yes' : 'no'}`);
+    for (const file of files) {
+      const share = file.scanRobustness === null ? '' : ` (${Math.round(file.scanRobustness * 100)}% of test photos read)`;
+      console.log(`${file.path}  scannable: ${file.isScannable === null ? 'n/a' : file.isScannable ? 'yes' : 'no'}${share}`);
+    }
     console.log(`isScanables: ${JSON.stringify(record.isScanables)}`);
   }
   return 0;

@@ -26,7 +26,7 @@ describe('qr-art generate', () => {
     expect(result.code, result.err).toBe(0);
     expect((await readdir(out)).sort()).toEqual(['42-0.png', '42-1.png']);
     for (const file of ['42-0.png', '42-1.png']) expect(await sharp(path.join(out, file)).metadata()).toMatchObject({ format: 'png', width: 768, height: 768 });
-    expect(result.out).toContain(`${path.join(out, '42-1.png')}  768x768  seed 43  scannable: yes`);
+    expect(result.out).toMatch(new RegExp(`${path.join(out, '42-1.png')}  768x768  seed 43  scannable: yes \\(\\d{1,3}% of test photos read\\)\n`));
     expect(result.out).toMatch(/isScanables: \[true,true\]/);
     expect(result.out).toMatch(/timings \(ms, cpu\): qr_render \d+, .*denoiser \d+, .*scan \d+, png \d+, total \d+/);
     // Not a terminal here: one plain progress line per step.
@@ -41,6 +41,8 @@ describe('qr-art generate', () => {
     const summary = JSON.parse(result.out);
     expect(summary).toMatchObject({ workflow: 'generate_qr_art_v5s', seed: 5, width: 576, height: 1024, provider: 'cpu', files: [{ path: path.join(out, '5-0.png') }] });
     expect(summary.isScanables).toEqual([summary.files[0].isScannable]);
+    expect(summary.files[0].scanRobustness).toBeGreaterThanOrEqual(0);
+    expect(summary.files[0].scanRobustness).toBeLessThanOrEqual(1);
     expect(summary.timings.total).toBeGreaterThan(0);
     expect(await sharp(path.join(out, '5-0.png')).metadata()).toMatchObject({ width: 576, height: 1024 });
   });

@@ -65,7 +65,7 @@ describe('qr-art predict', () => {
     expect(created).toBe(`${id}  generate_qr_art_v5s  2.98 credits`);
     expect((await readdir(out)).sort()).toEqual([`${id}-0.png`, `${id}-1.png`]);
     for (const i of [0, 1]) {
-      expect(rest[i]).toMatch(new RegExp(`^${path.join(out, `${id}-${i}.png`)}  scannable: (yes|no)$`));
+      expect(rest[i]).toMatch(new RegExp(`^${path.join(out, `${id}-${i}.png`)}  scannable: (yes|no) \\(\\d{1,3}% of test photos read\\)$`));
       expect(await sharp(path.join(out, `${id}-${i}.png`)).metadata()).toMatchObject({ format: 'png', width: 768, height: 768 });
     }
     expect(rest[2]).toMatch(/^isScanables: \[(true|false),(true|false)\]$/);
@@ -86,7 +86,7 @@ describe('qr-art predict', () => {
     expect(result.code, result.err).toBe(0);
     const { record, files } = JSON.parse(result.out);
     expect(record).toMatchObject({ status: 'executed', input: { prompt: 'from the file', steps: 4, seed: 1 } });
-    expect(files).toEqual([{ path: path.join(out, `${record.id}-0.png`), url: record.output.images[0], isScannable: record.isScanables[0] }]);
+    expect(files).toEqual([{ path: path.join(out, `${record.id}-0.png`), url: record.output.images[0], isScannable: record.isScanables[0], scanRobustness: record.output.scanRobustness[0] }]);
   });
 
   it('without --wait: prints the queued prediction and exits 0; v1-v4 bodies get --prompt as qrText and --steps as qrSteps', async () => {
