@@ -7,10 +7,10 @@ import { IdempotencyKeyReusedError } from '../store/idempotency.ts';
 import { InsufficientCreditsError } from '../store/predictions.ts';
 import { DependencyUnavailableError } from '../util/unavailable.ts';
 import { QR_WORKFLOWS, type WorkflowName } from '../workflows/names.ts';
+import { centsToCredits } from '../workflows/pricing.ts';
 import { parseCreateBody } from '../workflows/validate.ts';
 import { ApiError, invalidRequest, notFound, serviceUnavailable, unauthorized } from './errors.ts';
 import { DEFAULT_LIMIT } from './pagination.ts';
-import { centsToCredits } from '../workflows/pricing.ts';
 
 /**
  * A realistic create body per workflow. Keyed by WorkflowName so that a new workflow without

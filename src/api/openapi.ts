@@ -9,6 +9,7 @@
  */
 import { z } from 'zod';
 import { WORKFLOWS, type WorkflowName } from '../workflows/names.ts';
+import { centsToCredits } from '../workflows/pricing.ts';
 import { requestSchemas } from '../workflows/validate.ts';
 import {
   CREATE_EXAMPLES,
@@ -24,7 +25,6 @@ import {
 import { invalidRequest } from './errors.ts';
 import { RESPONSE_SCHEMAS } from './openapi-schemas.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination.ts';
-import { centsToCredits } from '../workflows/pricing.ts';
 
 const jsonSchema = (schema: z.ZodType) => z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' });
 

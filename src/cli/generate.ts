@@ -19,6 +19,7 @@ import { requestSchemas } from '../workflows/schemas.ts';
 import { ASPECT_RATIOS, RESOLUTIONS } from '../workflows/sizes.ts';
 import { parseCreateBody } from '../workflows/validate.ts';
 import { bodyFromFlags, flagMessages, forWorkflow, GENERATION_FLAGS, optionName } from './body-flags.ts';
+import { scanSummary } from './scan-summary.ts';
 
 /** The configuration keys generate reads (a subset of Config; all optional). */
 export interface GenerateConfig {
@@ -171,10 +172,7 @@ export async function generateCommand(argv: string[], config: GenerateConfig = {
     if (values.json) {
       console.log(JSON.stringify({ workflow: value.workflow, seed: run.seed, width: run.width, height: run.height, provider: client.provider.provider, files, isScanables: files.map((f) => f.isScannable), timings }));
     } else {
-      files.forEach((f, i) => {
-        const share = f.scanRobustness === null ? '' : ` (${Math.round(f.scanRobustness * 100)}% of test photos read)`;
-        console.log(`${f.path}  ${run.width}x${run.height}  seed ${imageSeed(run.seed, i)}  scannable: ${f.isScannable ? 'yes' : 'no'}${share}`);
-      });
+      files.forEach((f, i) => console.log(`${f.path}  ${run.width}x${run.height}  seed ${imageSeed(run.seed, i)}  ${scanSummary(f.isScannable, f.scanRobustness)}`));
       console.log(`isScanables: ${JSON.stringify(files.map((f) => f.isScannable))}`);
       console.log(`timings (ms, ${client.provider.provider}): ${Object.entries(timings).map(([k, v]) => `${k} ${v}`).join(', ')}`);
     }

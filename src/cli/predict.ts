@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { QrArtApiError, QrArtClient, QrArtConnectionError, type CreateBody, type PredictionRecord } from '../client/index.ts';
 import { bodyFromFlags, flagMessages, forWorkflow, GENERATION_FLAGS, optionName, type BodyFlag } from './body-flags.ts';
+import { scanSummary } from './scan-summary.ts';
 
 export const DEFAULT_URL = 'http://localhost:8080';
 
@@ -184,10 +185,7 @@ async function finish(client: QrArtClient, record: PredictionRecord, out: string
   }
   if (json) console.log(JSON.stringify({ record, files }));
   else {
-    for (const file of files) {
-      const share = file.scanRobustness === null ? '' : ` (${Math.round(file.scanRobustness * 100)}% of test photos read)`;
-      console.log(`${file.path}  scannable: ${file.isScannable === null ? 'n/a' : file.isScannable ? 'yes' : 'no'}${share}`);
-    }
+    for (const file of files) console.log(`${file.path}  ${scanSummary(file.isScannable, file.scanRobustness)}`);
     console.log(`isScanables: ${JSON.stringify(record.isScanables)}`);
   }
   return 0;

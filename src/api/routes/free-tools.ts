@@ -3,9 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { encodePng, resizeImage } from '../../image/decode.ts';
 import { renderControlImage } from '../../qr/control-image.ts';
 import { controlPlanFor } from '../../workflows/control.ts';
+import { centsToCredits } from '../../workflows/pricing.ts';
 import { parseCreateBody, type ParsedPrediction } from '../../workflows/validate.ts';
 import { ApiError, invalidRequest } from '../errors.ts';
-import { centsToCredits } from '../../workflows/pricing.ts';
 
 export interface FreeToolsOptions {
   allowPrivateUrls: boolean;
