@@ -6,6 +6,7 @@ import { NatsServerMissingError, startLocalNats, type LocalNats } from './runtim
 import { startWorkerService } from './runtime/worker-service.ts';
 import { ManifestError } from './pipeline/manifest.ts';
 import { InferenceInitError } from './worker/inference-protocol.ts';
+import { DirInUseError } from './util/dir-lock.ts';
 import { DependencyUnavailableError } from './util/unavailable.ts';
 
 const USAGE = `qr-art <command>
@@ -63,8 +64,13 @@ export async function main(argv: string[]): Promise<number> {
         return 1;
     }
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof NatsServerMissingError || error instanceof ManifestError || error instanceof InferenceInitError) {
+    if (error instanceof ConfigError || error instanceof NatsServerMissingError || error instanceof ManifestError || error instanceof InferenceInitError || error instanceof DirInUseError) {
       console.error(error.message);
+      return 1;
+    }
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      const { port } = error as { port?: number };
+      console.error(`port ${port} is already in use (another qr-art running?): stop what listens there, or choose other ports with PORT, METRICS_PORT and WORKER_METRICS_PORT`);
       return 1;
     }
     if (error instanceof DependencyUnavailableError) {
@@ -116,26 +122,37 @@ async function start(given: Config): Promise<number> {
   // Both processes' metrics, each on its port, as in a deployment (WORKER_METRICS_PORT=off turns the worker's off).
   const config: Config = { ...given, WORKER_METRICS_PORT: given.WORKER_METRICS_PORT ?? START_WORKER_METRICS_PORT };
   const logger = commandLogger(config, 'start', 'qr-art');
-  let nats: LocalNats | null = null;
-  let natsUrl = config.NATS_URL;
-  if (!natsUrl) {
-    nats = await startLocalNats(path.join(config.DATA_DIR, 'nats'));
-    natsUrl = nats.url;
-    logger.info({ url: nats.url, monitor: nats.monitorUrl }, 'local nats-server started');
+  // What has started, last first: the order to stop in, at a signal or when a later part fails to start.
+  const stoppers: (() => Promise<unknown>)[] = [];
+  try {
+    let natsUrl = config.NATS_URL;
+    if (!natsUrl) {
+      const storeDir = path.join(config.DATA_DIR, 'nats');
+      const nats: LocalNats = await startLocalNats(storeDir, {
+        onLockWait: () => logger.warn({ dir: storeDir }, 'DATA_DIR is locked by another process (or one that was just killed); waiting up to 12 s'),
+      });
+      stoppers.unshift(() => nats.stop());
+      natsUrl = nats.url;
+      logger.info({ url: nats.url, monitor: nats.monitorUrl }, 'local nats-server started');
+    }
+    const workerService = await startWorkerService({ config, natsUrl, logger: logger.child({ role: 'worker' }) });
+    stoppers.unshift(() => workerService.stop());
+    const api = await startApiService({
+      config,
+      natsUrl,
+      logger: logger.child({ role: 'api' }),
+      extraReadiness: { worker: workerService.readiness.pulling, inference: workerService.readiness.inference },
+    });
+    stoppers.unshift(() => api.stop());
+    logger.info(
+      { address: api.address, docs: `${api.address}/docs`, apiMetrics: metricsUrl(api.metricsAddress), workerMetrics: metricsUrl(workerService.httpAddress) },
+      'qr-art is up',
+    );
+    void workerService.fatal.then((error) => exitOnDeviceFault(logger, error, stoppers, config.JOB_ABORT_GRACE_MS));
+  } catch (error) {
+    for (const stop of stoppers) await stop().catch((err) => logger.error({ err }, 'error while stopping after a failed start'));
+    throw error;
   }
-  const workerService = await startWorkerService({ config, natsUrl, logger: logger.child({ role: 'worker' }) });
-  const api = await startApiService({
-    config,
-    natsUrl,
-    logger: logger.child({ role: 'api' }),
-    extraReadiness: { worker: workerService.readiness.pulling, inference: workerService.readiness.inference },
-  });
-  logger.info(
-    { address: api.address, docs: `${api.address}/docs`, apiMetrics: metricsUrl(api.metricsAddress), workerMetrics: metricsUrl(workerService.httpAddress) },
-    'qr-art is up',
-  );
-  const stoppers = [() => api.stop(), () => workerService.stop(), async () => nats?.stop()];
-  void workerService.fatal.then((error) => exitOnDeviceFault(logger, error, stoppers, config.JOB_ABORT_GRACE_MS));
   return untilSignal(logger, stoppers);
 }
 

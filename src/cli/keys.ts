@@ -12,7 +12,8 @@ const USAGE = `qr-art keys <action>
   revoke --key-id KEY_ID                                       revoke a key
 
 Uses DATABASE_URL, or the embedded database in DATA_DIR. The service may be running: with
-the embedded database, stop it first (PGlite allows one process at a time).`;
+the embedded database, stop it first (PGlite allows one process at a time; while the service
+holds it, this waits up to 12 s and exits 1 saying so).`;
 
 /** Credits given on the command line ("12.5") as integer cents, refusing fractions of a cent. */
 function parseCredits(value: string | undefined): number {

@@ -109,10 +109,6 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
       ...options.extraReadiness,
     },
   });
-  const address = await app.listen({ port: config.PORT, host: config.HOST });
-  baseUrl = publicBaseUrl(config, app.server.address() && typeof app.server.address() === 'object' ? (app.server.address() as { port: number }).port : config.PORT);
-  void relay.sweep();
-
   let metricsServer: MetricsServer | undefined;
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
@@ -132,15 +128,18 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
     })();
     return stopping;
   };
-  if (config.METRICS_PORT !== 'off') {
-    try {
-      metricsServer = await startMetricsServer({ port: config.METRICS_PORT, host: config.HOST, registry: metrics.registry, logger });
-    } catch (error) {
-      // The port is taken, most likely: say so rather than run without the metrics asked for.
-      await stop();
-      throw error;
-    }
+  let address: string;
+  try {
+    address = await app.listen({ port: config.PORT, host: config.HOST });
+    // Never run without the metrics asked for.
+    if (config.METRICS_PORT !== 'off') metricsServer = await startMetricsServer({ port: config.METRICS_PORT, host: config.HOST, registry: metrics.registry, logger });
+  } catch (error) {
+    // Neither port is to be had (taken, most likely): close the database, NATS and consumers opened above.
+    await stop();
+    throw error;
   }
+  baseUrl = publicBaseUrl(config, app.server.address() && typeof app.server.address() === 'object' ? (app.server.address() as { port: number }).port : config.PORT);
+  void relay.sweep();
   return {
     app,
     db,

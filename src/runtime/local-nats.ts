@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { lockDir } from '../util/dir-lock.ts';
 
 export interface LocalNats {
   url: string;
@@ -44,18 +45,24 @@ const PORT_ATTEMPTS = 5;
  */
 export async function startLocalNats(
   storeDir: string,
-  options: { port?: number; binary?: string; pickPort?: () => Promise<number> } = {},
+  options: { port?: number; binary?: string; pickPort?: () => Promise<number>; onLockWait?: () => void } = {},
 ): Promise<LocalNats> {
   const binary = options.binary ?? process.env.NATS_SERVER_BIN ?? 'nats-server';
   const pickPort = options.pickPort ?? freePort;
   await mkdir(storeDir, { recursive: true });
+  // nats-server does not lock its store: two servers on one directory would both write it.
+  const unlock = await lockDir(storeDir, { what: 'the local NATS store', ...(options.onLockWait ? { onWait: options.onLockWait } : {}) });
   for (let attempt = 1; ; attempt++) {
     const port = options.port ?? (await pickPort());
     const monitorPort = await pickPort();
     try {
-      return await spawnNats(binary, storeDir, port, monitorPort);
+      const nats = await spawnNats(binary, storeDir, port, monitorPort);
+      return { ...nats, stop: () => nats.stop().finally(unlock) };
     } catch (error) {
-      if (!(error instanceof PortTakenError) || attempt >= PORT_ATTEMPTS) throw error;
+      if (!(error instanceof PortTakenError) || attempt >= PORT_ATTEMPTS) {
+        await unlock();
+        throw error;
+      }
     }
   }
 }
@@ -68,8 +75,13 @@ async function spawnNats(binary: string, storeDir: string, port: number, monitor
     ['-js', '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', path.resolve(storeDir)],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
+  // The server is this process's child: it goes when the process goes, however the process ends
+  // (an uncaught error at start-up included), never left running on its own.
+  const killOnExit = () => child.kill('SIGTERM');
+  process.once('exit', killOnExit);
+  child.once('exit', () => process.removeListener('exit', killOnExit));
   let log = '';
-  await new Promise<void>((resolve, reject) => {
+  const ready = new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
       log += chunk.toString();
       if (log.includes('Server is ready')) resolve();
@@ -84,6 +96,13 @@ async function spawnNats(binary: string, storeDir: string, port: number, monitor
     });
     setTimeout(() => reject(new Error(`nats-server did not become ready in 20 s:\n${log.slice(-2000)}`)), 20_000).unref();
   });
+  try {
+    await ready;
+  } catch (error) {
+    // One that never became ready is not left holding the store (or a port).
+    if (child.exitCode === null) child.kill('SIGKILL');
+    throw error;
+  }
   return {
     url: `nats://127.0.0.1:${port}`,
     monitorUrl: `http://127.0.0.1:${monitorPort}`,

@@ -1,10 +1,22 @@
 import { mkdir } from 'node:fs/promises';
 import { PGlite } from '@electric-sql/pglite';
+import { lockDir } from '../util/dir-lock.ts';
 import type { Database, Queryable, QueryResult } from './database.ts';
 
+/** PGlite is one process's database: a second process opening the same directory is refused (DirInUseError). */
 export async function openPglite(dir: string): Promise<Database> {
-  if (!dir.startsWith('memory://')) await mkdir(dir, { recursive: true });
-  const pg = await PGlite.create(dir);
+  let unlock = async () => {};
+  if (!dir.startsWith('memory://')) {
+    await mkdir(dir, { recursive: true });
+    unlock = await lockDir(dir, { what: 'the embedded database, PGlite,' });
+  }
+  let pg: PGlite;
+  try {
+    pg = await PGlite.create(dir);
+  } catch (error) {
+    await unlock();
+    throw error;
+  }
 
   const asQueryable = (target: Pick<PGlite, 'query'>): Queryable => ({
     async query<Row>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<Row>> {
@@ -23,6 +35,9 @@ export async function openPglite(dir: string): Promise<Database> {
     },
     // One connection, in this process, open for the database's whole life.
     connections: () => ({ inUse: 1, idle: 0, waiting: 0 }),
-    close: () => pg.close(),
+    close: async () => {
+      await pg.close();
+      await unlock();
+    },
   };
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -10,32 +10,53 @@ import { waitFor } from '../helpers/service.ts';
 const bin = path.resolve(import.meta.dirname, '../../bin/qr-art.js');
 const KEY = 'start-test-key-0123456789abcdef';
 
+/** Runs `qr-art start` until it exits by itself (within 60 s): its exit code and everything it printed. */
+async function runToExit(env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [bin, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
+  const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  clearTimeout(killer);
+  return { code, output };
+}
+
+/** The pids of live processes whose command line contains `text` (Linux /proc). */
+async function processesMentioning(text: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.split('\0').join(' ').includes(text)) pids.push(Number(entry));
+  }
+  return pids;
+}
+
 describe('qr-art start', () => {
   const dirs: string[] = [];
   afterAll(async () => {
     for (const dir of dirs) await rm(dir, { recursive: true, force: true });
   });
 
-  it('runs API, worker and a local nats-server; is ready; serves a prediction end to end; exposes both processes\' metrics; exits 0 on SIGTERM', async () => {
+  it('runs API, worker and a local nats-server; is ready; serves a prediction end to end; exposes both processes\' metrics; refuses a second start on its DATA_DIR; one whose port is taken stops what it started; exits 0 on SIGTERM', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
     dirs.push(dataDir);
     const port = await freePort();
     // Free ports rather than the defaults (9464, 9465): test files run in parallel.
     const [apiMetricsPort, workerMetricsPort] = [await freePort(), await freePort()];
-    const child = spawn(process.execPath, [bin, 'start'], {
-      env: {
-        ...process.env,
-        DATA_DIR: dataDir,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        API_KEYS: `dana:${KEY}:10`,
-        LOG_LEVEL: 'warn',
-        NATS_URL: '',
-        METRICS_PORT: String(apiMetricsPort),
-        WORKER_METRICS_PORT: String(workerMetricsPort),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const env = {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      API_KEYS: `dana:${KEY}:10`,
+      LOG_LEVEL: 'info',
+      NATS_URL: '',
+      METRICS_PORT: String(apiMetricsPort),
+      WORKER_METRICS_PORT: String(workerMetricsPort),
+    };
+    const child = spawn(process.execPath, [bin, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));
@@ -68,12 +89,29 @@ describe('qr-art start', () => {
       expect(api.types.has('qrart_worker_jobs_total')).toBe(false);
       expect(worker.types.has('qrart_http_requests_total')).toBe(false);
       for (const scraped of [api, worker]) expect(scraped.types.get('process_resident_memory_bytes')).toBe('gauge');
+
+      // A second start on the same DATA_DIR is refused before it starts anything (it would share
+      // the NATS store and the database files)...
+      const freePorts = async () => ({ PORT: String(await freePort()), METRICS_PORT: String(await freePort()), WORKER_METRICS_PORT: String(await freePort()) });
+      const same = await runToExit({ ...env, ...(await freePorts()) });
+      expect(same.code, same.output).toBe(1);
+      expect(same.output).toContain(`${path.join(dataDir, 'nats')} is in use by another process`);
+      // ...and one on another DATA_DIR whose API port is taken says so and stops what it had started.
+      const otherDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
+      dirs.push(otherDir);
+      const taken = await runToExit({ ...env, ...(await freePorts()), DATA_DIR: otherDir, PORT: String(port) });
+      expect(taken.code, taken.output).toBe(1);
+      expect(taken.output).toContain(`port ${port} is already in use`);
+      expect(taken.output).toContain('local nats-server started');
+      expect(await processesMentioning(path.join(otherDir, 'nats'))).toEqual([]);
+      // The first one still serves.
+      expect((await fetch(`${base}/readyz`)).status).toBe(200);
     } finally {
       child.kill('SIGTERM');
     }
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     expect(code, output).toBe(0);
-  }, 90_000);
+  }, 150_000);
 
   it('explains how to install nats-server when the binary is missing', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));

@@ -1,0 +1,60 @@
+/**
+ * One process at a time on a store directory. PGlite and a local nats-server each keep their
+ * store in a directory that only one process may write: a second `qr-art start` (or `qr-art
+ * keys` while the service runs) on the same DATA_DIR would otherwise open the same files and
+ * corrupt them. proper-lockfile takes the lock atomically (mkdir of `<dir>.lock`), refreshes it
+ * while held, removes it when the process exits, and takes over a stale one, left by a process
+ * that was killed, once it has not been refreshed for STALE_MS.
+ */
+import { lock } from 'proper-lockfile';
+
+/** A lock not refreshed for this long belongs to a dead process (proper-lockfile's default). */
+const STALE_MS = 10_000;
+
+export class DirInUseError extends Error {
+  constructor(
+    readonly dir: string,
+    what: string,
+  ) {
+    super(`${dir} is in use by another process (${what} allows one process at a time): stop the other qr-art first, or give this one another DATA_DIR`);
+  }
+}
+
+export interface DirLockOptions {
+  /** What keeps its store there, for the error message ('the embedded database'). */
+  what: string;
+  /** Called when a lock wait begins (another holder, or a stale lock not yet taken over). */
+  onWait?: () => void;
+  /** Called if the lock is lost while held (its file removed, or not refreshed in time). */
+  onCompromised?: (error: Error) => void;
+  /** How long an unrefreshed lock is taken to be a dead holder's (at least 2000 ms); STALE_MS by default. */
+  staleMs?: number;
+}
+
+/**
+ * Locks `dir` (which must exist) for this process; resolves to the release. A lock that is held
+ * is waited for up to the stale time plus two seconds, long enough for a killed holder's lock to
+ * go stale, and then refused with DirInUseError.
+ */
+export async function lockDir(dir: string, options: DirLockOptions): Promise<() => Promise<void>> {
+  const staleMs = options.staleMs ?? STALE_MS;
+  const attempt = (retries: number) =>
+    lock(dir, {
+      stale: staleMs,
+      retries: { retries, factor: 1, minTimeout: 1000, maxTimeout: 1000 },
+      // The default throws from a timer, which would crash the service: report it instead.
+      onCompromised: options.onCompromised ?? (() => undefined),
+    });
+  try {
+    return await attempt(0);
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ELOCKED') throw error;
+  }
+  options.onWait?.();
+  try {
+    return await attempt(Math.ceil(staleMs / 1000) + 2);
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ELOCKED') throw new DirInUseError(dir, options.what);
+    throw error;
+  }
+}
