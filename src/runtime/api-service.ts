@@ -134,7 +134,7 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
     // Never run without the metrics asked for.
     if (config.METRICS_PORT !== 'off') metricsServer = await startMetricsServer({ port: config.METRICS_PORT, host: config.HOST, registry: metrics.registry, logger });
   } catch (error) {
-    // Neither port is to be had (taken, most likely): close the database, NATS and consumers opened above.
+    // A port cannot be had (taken, most likely): close the database, NATS and consumers opened above.
     await stop();
     throw error;
   }
