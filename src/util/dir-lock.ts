@@ -46,15 +46,27 @@ export async function lockDir(dir: string, options: DirLockOptions): Promise<() 
       onCompromised: options.onCompromised ?? (() => undefined),
     });
   try {
-    return await attempt(0);
+    return releaseOnce(await attempt(0));
   } catch (error) {
     if ((error as { code?: string }).code !== 'ELOCKED') throw error;
   }
   options.onWait?.();
   try {
-    return await attempt(Math.ceil(staleMs / 1000) + 2);
+    return releaseOnce(await attempt(Math.ceil(staleMs / 1000) + 2));
   } catch (error) {
     if ((error as { code?: string }).code === 'ELOCKED') throw new DirInUseError(dir, options.what);
     throw error;
   }
+}
+
+/**
+ * The release, safe to call again (a store stopped twice, by a caller and then at shutdown) and
+ * after the lock was lost: proper-lockfile throws ERELEASED then, and there is nothing left to free.
+ */
+function releaseOnce(release: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | undefined;
+  return () =>
+    (done ??= release().catch((error: unknown) => {
+      if ((error as { code?: string }).code !== 'ERELEASED') throw error;
+    }));
 }

@@ -31,9 +31,11 @@ describe('lockDir', () => {
     await release();
   }, 20_000);
 
-  it('is free again once released', async () => {
+  it('is free again once released, and releasing twice is harmless (a store stopped twice)', async () => {
     const dir = await newDir();
-    await (await lockDir(dir, { what: 'the test store', staleMs: STALE_MS }))();
+    const release = await lockDir(dir, { what: 'the test store', staleMs: STALE_MS });
+    await release();
+    await release();
     const again = await lockDir(dir, { what: 'the test store', staleMs: STALE_MS });
     await again();
   });
