@@ -6,7 +6,7 @@ import { NatsServerMissingError, startLocalNats, type LocalNats } from './runtim
 import { startWorkerService } from './runtime/worker-service.ts';
 import { ManifestError } from './pipeline/manifest.ts';
 import { InferenceInitError } from './worker/inference-protocol.ts';
-import { DirInUseError } from './util/dir-lock.ts';
+import { DirInUseError, LOCK_WAIT_MS } from './util/dir-lock.ts';
 import { DependencyUnavailableError } from './util/unavailable.ts';
 
 const USAGE = `qr-art <command>
@@ -129,7 +129,7 @@ async function start(given: Config): Promise<number> {
     if (!natsUrl) {
       const storeDir = path.join(config.DATA_DIR, 'nats');
       const nats: LocalNats = await startLocalNats(storeDir, {
-        onLockWait: () => logger.warn({ dir: storeDir }, 'DATA_DIR is locked by another process (or one that was just killed); waiting up to 12 s'),
+        onLockWait: () => logger.warn({ dir: storeDir }, `DATA_DIR is locked by another process (or one that was just killed); waiting up to ${LOCK_WAIT_MS / 1000} s`),
       });
       stoppers.unshift(() => nats.stop());
       natsUrl = nats.url;

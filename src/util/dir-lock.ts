@@ -11,6 +11,12 @@ import { lock } from 'proper-lockfile';
 /** A lock not refreshed for this long belongs to a dead process (proper-lockfile's default). */
 const STALE_MS = 10_000;
 
+/** How long a held lock is waited for: the stale time and two seconds more. */
+const waitMsFor = (staleMs: number) => staleMs + 2000;
+
+/** The wait at the default stale time, for messages that tell a user how long it will be. */
+export const LOCK_WAIT_MS = waitMsFor(STALE_MS);
+
 export class DirInUseError extends Error {
   constructor(
     readonly dir: string,
@@ -52,7 +58,8 @@ export async function lockDir(dir: string, options: DirLockOptions): Promise<() 
   }
   options.onWait?.();
   try {
-    return releaseOnce(await attempt(Math.ceil(staleMs / 1000) + 2));
+    // One try a second (the first was just made).
+    return releaseOnce(await attempt(Math.ceil(waitMsFor(staleMs) / 1000)));
   } catch (error) {
     if ((error as { code?: string }).code === 'ELOCKED') throw new DirInUseError(dir, options.what);
     throw error;
