@@ -130,6 +130,7 @@ async function start(given: Config): Promise<number> {
       const storeDir = path.join(config.DATA_DIR, 'nats');
       const nats: LocalNats = await startLocalNats(storeDir, {
         onLockWait: () => logger.warn({ dir: storeDir }, `DATA_DIR is locked by another process (or one that was just killed); waiting up to ${LOCK_WAIT_MS / 1000} s`),
+        onLeftoverStopped: (pid) => logger.warn({ dir: storeDir, leftoverPid: pid }, 'stopped the nats-server that a killed qr-art start had left running on this store'),
       });
       stoppers.unshift(() => nats.stop());
       natsUrl = nats.url;

@@ -3,6 +3,7 @@ import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { lockDir } from '../util/dir-lock.ts';
+import { forgetServerPid, recordServerPid, stopLeftoverServer } from './leftover-server.ts';
 
 export interface LocalNats {
   url: string;
@@ -45,18 +46,39 @@ const PORT_ATTEMPTS = 5;
  */
 export async function startLocalNats(
   storeDir: string,
-  options: { port?: number; binary?: string; pickPort?: () => Promise<number>; onLockWait?: () => void } = {},
+  options: {
+    port?: number;
+    binary?: string;
+    pickPort?: () => Promise<number>;
+    onLockWait?: () => void;
+    /** Called with the pid of a server that a killed start left running on this store, once it is stopped. */
+    onLeftoverStopped?: (pid: number) => void;
+    /** The store lock's stale time (dir-lock's default unless given). */
+    lockStaleMs?: number;
+  } = {},
 ): Promise<LocalNats> {
   const binary = options.binary ?? process.env.NATS_SERVER_BIN ?? 'nats-server';
   const pickPort = options.pickPort ?? freePort;
   await mkdir(storeDir, { recursive: true });
   // nats-server does not lock its store: two servers on one directory would both write it.
-  const unlock = await lockDir(storeDir, { what: 'the local NATS store', ...(options.onLockWait ? { onWait: options.onLockWait } : {}) });
+  const unlock = await lockDir(storeDir, {
+    what: 'the local NATS store',
+    ...(options.onLockWait ? { onWait: options.onLockWait } : {}),
+    ...(options.lockStaleMs ? { staleMs: options.lockStaleMs } : {}),
+  });
+  const pidFile = path.join(storeDir, PID_FILE);
+  try {
+    const leftover = await stopLeftoverServer(pidFile, ['-sd', path.resolve(storeDir)]);
+    if (leftover !== undefined) options.onLeftoverStopped?.(leftover);
+  } catch (error) {
+    await unlock();
+    throw error;
+  }
   for (let attempt = 1; ; attempt++) {
     const port = options.port ?? (await pickPort());
     const monitorPort = await pickPort();
     try {
-      const nats = await spawnNats(binary, storeDir, port, monitorPort);
+      const nats = await spawnNats(binary, storeDir, port, monitorPort, pidFile);
       return { ...nats, stop: () => nats.stop().finally(unlock) };
     } catch (error) {
       if (!(error instanceof PortTakenError) || attempt >= PORT_ATTEMPTS) {
@@ -69,14 +91,19 @@ export async function startLocalNats(
 
 class PortTakenError extends Error {}
 
-async function spawnNats(binary: string, storeDir: string, port: number, monitorPort: number): Promise<LocalNats> {
+/** The running server's pid, in its store: what the next start stops if this process is killed. */
+const PID_FILE = 'nats-server.pid';
+
+async function spawnNats(binary: string, storeDir: string, port: number, monitorPort: number, pidFile: string): Promise<LocalNats> {
   const child: ChildProcess = spawn(
     binary,
     ['-js', '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', path.resolve(storeDir)],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   // The server is this process's child: it goes when the process goes, however the process ends
-  // (an uncaught error at start-up included), never left running on its own.
+  // (an uncaught error at start-up included), never left running on its own. SIGKILL ends this
+  // process without an 'exit': the pid file lets the next start stop the server then.
+  const pidRecorded = child.pid === undefined ? Promise.resolve() : recordServerPid(pidFile, child.pid);
   const killOnExit = () => child.kill('SIGTERM');
   process.once('exit', killOnExit);
   child.once('exit', () => process.removeListener('exit', killOnExit));
@@ -97,10 +124,11 @@ async function spawnNats(binary: string, storeDir: string, port: number, monitor
     setTimeout(() => reject(new Error(`nats-server did not become ready in 20 s:\n${log.slice(-2000)}`)), 20_000).unref();
   });
   try {
-    await ready;
+    await Promise.all([ready, pidRecorded]);
   } catch (error) {
     // One that never became ready is not left holding the store (or a port).
     if (child.exitCode === null) child.kill('SIGKILL');
+    await forgetServerPid(pidFile);
     throw error;
   }
   return {
@@ -108,8 +136,9 @@ async function spawnNats(binary: string, storeDir: string, port: number, monitor
     monitorUrl: `http://127.0.0.1:${monitorPort}`,
     stop: () =>
       new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
+        const forgotten = () => void forgetServerPid(pidFile).finally(resolve);
+        if (child.exitCode !== null) return forgotten();
+        child.once('exit', forgotten);
         child.kill('SIGTERM');
         setTimeout(() => child.kill('SIGKILL'), 5000).unref();
       }),

@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/runtime/local-nats.ts';
+import { processesMentioning } from '../helpers/processes.ts';
 import { scrape } from '../helpers/prometheus.ts';
 import { waitFor } from '../helpers/service.ts';
 
@@ -20,17 +21,6 @@ async function runToExit(env: NodeJS.ProcessEnv): Promise<{ code: number | null;
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   clearTimeout(killer);
   return { code, output };
-}
-
-/** The pids of live processes whose command line contains `text` (Linux /proc). */
-async function processesMentioning(text: string): Promise<number[]> {
-  const pids: number[] = [];
-  for (const entry of await readdir('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
-    if (cmdline.split('\0').join(' ').includes(text)) pids.push(Number(entry));
-  }
-  return pids;
 }
 
 describe('qr-art start', () => {
