@@ -101,7 +101,7 @@ function parse(body: unknown, options: ValidateOptions): ParseResult {
   }
 
   const result = schema.safeParse(raw);
-  const issues: ValidationIssue[] = result.success ? [] : result.error.issues.map((i) => mapIssue(i, raw, kinds));
+  const issues: ValidationIssue[] = result.success ? [] : result.error.issues.map((i) => withOtherVersionHint(mapIssue(i, raw, kinds), source, workflow, fields));
   const invalid = new Set(issues.map((i) => i.field));
   issues.push(...unstorableTextIssues(raw, invalid));
   issues.push(...crossFieldIssues(entry, raw, invalid));
@@ -131,6 +131,27 @@ function parse(body: unknown, options: ValidateOptions): ParseResult {
       costCents: costCentsFor(entry, costInput),
     },
   };
+}
+
+/**
+ * Fields that carry the same thing in different versions: the prompt is qrText up to v4 and
+ * prompt from v5 (and in outpainting); the code is an image URL (qrImage) up to v3b and its
+ * content (qrContent) from v4. A body written for another version misses the one this
+ * workflow needs while it carries the other, which is ignored here (rule 3 in workflows.md).
+ */
+const SAME_ROLE: readonly (readonly string[])[] = [
+  ['qrText', 'prompt'],
+  ['qrImage', 'qrContent'],
+];
+
+/** A `required` issue whose field the body sends under another version's name says so. */
+function withOtherVersionHint(issue: ValidationIssue, source: Record<string, unknown>, workflow: string, fields: readonly string[]): ValidationIssue {
+  if (issue.rule !== 'required' || ownValue(source, issue.field) !== undefined) return issue;
+  const sent = SAME_ROLE.find((group) => group.includes(issue.field))?.find(
+    (other) => other !== issue.field && !fields.includes(other) && ownValue(source, other) !== undefined,
+  );
+  if (sent === undefined) return issue;
+  return { ...issue, message: `${issue.message}: ${workflow} reads ${issue.field}, not ${sent} (which it ignores)` };
 }
 
 function ownValue(obj: Record<string, unknown>, key: string): unknown {

@@ -40,6 +40,13 @@ describe('QR Art v1 to v3b (client QR image)', () => {
     expectIssue(parse(withField(workflow, 'qrText', '  \n ')), 'qrText', 'required');
   });
 
+  it.each(V1_FAMILY)('%s, given a body written for v4 or v5, says which of its names it reads', (workflow) => {
+    const { qrText, qrImage: _qrImage, ...rest } = minimalBody(workflow);
+    const result = parse({ ...rest, prompt: qrText, qrContent: 'https://example.com' });
+    expect(expectIssue(result, 'qrText', 'required').message).toBe(`qrText is required: ${workflow} reads qrText, not prompt (which it ignores)`);
+    expect(expectIssue(result, 'qrImage', 'required').message).toBe(`qrImage is required: ${workflow} reads qrImage, not qrContent (which it ignores)`);
+  });
+
   it.each(V1_FAMILY)('%s does not need qrContent and drops it, with batchSize and other versions\' fields', (workflow) => {
     const body = { ...minimalBody(workflow), qrContent: 42, batchSize: 9, prompt: 'x', steps: 'y', model: 'niji', image: 1 };
     const { input, imageCount } = expectOk(parse(body));
@@ -101,6 +108,13 @@ describe('QR Art v4 family (service-encoded qrContent)', () => {
     expectIssue(parse(withField(workflow, 'qrContent', '')), 'qrContent', 'required');
     expectIssue(parse(withField(workflow, 'qrContent', null)), 'qrContent', 'required');
     expectIssue(parse(withField(workflow, 'qrContent', 12345)), 'qrContent', 'type');
+  });
+
+  it.each(V4_FAMILY)('%s, given a v5 body\'s prompt, says it reads qrText', (workflow) => {
+    const { qrText, ...rest } = minimalBody(workflow);
+    expect(expectIssue(parse({ ...rest, prompt: qrText }), 'qrText', 'required').message).toBe(
+      `qrText is required: ${workflow} reads qrText, not prompt (which it ignores)`,
+    );
   });
 
   it.each(V4_FAMILY)('%s ignores qrImage (not required, not stored) and prompt / v5 fields', (workflow) => {

@@ -47,7 +47,11 @@ describe('QR Art v5 and v5s', () => {
   });
 
   it.each(V5_FAMILY)('%s requires prompt and qrContent', (workflow) => {
-    expectIssue(parse(without(workflow, 'prompt')), 'prompt', 'required');
+    expect(expectIssue(parse(without(workflow, 'prompt')), 'prompt', 'required').message).toBe('prompt is required');
+    // A v4 body's qrText is named, as what this workflow does not read.
+    expect(expectIssue(parse({ ...without(workflow, 'prompt'), qrText: 'a castle' }), 'prompt', 'required').message).toBe(
+      `prompt is required: ${workflow} reads prompt, not qrText (which it ignores)`,
+    );
     expectIssue(parse(without(workflow, 'qrContent')), 'qrContent', 'required');
     expectIssue(parse(withField(workflow, 'prompt', '')), 'prompt', 'required');
     expectIssue(parse(withField(workflow, 'prompt', ['a'])), 'prompt', 'type');
