@@ -37,11 +37,11 @@ export function parseListQuery(query: unknown): { ok: true; value: { limit: numb
   // One detail per (field, rule), the last: z.int() reports its own safe-integer bound before the field's.
   const details = new Map<string, ErrorDetail>();
   for (const issue of parsed.error.issues) {
-    const detail = {
-      field: String(issue.path[0] ?? ''),
-      rule: ruleOf(issue),
-      message: issue.code === 'invalid_type' ? `${String(issue.path[0])} must be an integer` : issue.message,
-    };
+    const field = String(issue.path[0] ?? '');
+    const given = (query as Record<string, unknown> | undefined)?.[field];
+    const detail = Array.isArray(given)
+      ? { field, rule: 'repeated', message: `${field} must be given once; got ${given.length} values` }
+      : { field, rule: ruleOf(issue), message: issue.code === 'invalid_type' ? `${field} must be an integer` : issue.message };
     details.set(`${detail.field}\u0000${detail.rule}`, detail);
   }
   return { ok: false, details: [...details.values()] };

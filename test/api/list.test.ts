@@ -164,7 +164,7 @@ describe('listing predictions', () => {
     ['limit=', 'limit', 'integer'],
     ['limit=1e1', 'limit', 'integer'],
     ['limit=%205', 'limit', 'integer'],
-    ['limit=1&limit=2', 'limit', 'integer'],
+    ['limit=1&limit=2', 'limit', 'repeated'],
     ['offset=-1', 'offset', 'min'],
     ['offset=abc', 'offset', 'integer'],
     ['offset=2.5', 'offset', 'integer'],
@@ -173,12 +173,17 @@ describe('listing predictions', () => {
     ['page=-2', 'page', 'min'],
     ['page=1.5', 'page', 'integer'],
     ['page=abc', 'page', 'integer'],
-    ['page=1&page=2', 'page', 'integer'],
+    ['page=1&page=2', 'page', 'repeated'],
     ['page=90071992547410', 'page', 'max'],
   ])('answers 400 invalid_request naming the field for %s', async (query, field, rule) => {
     const response = await list(LISTER, `?${query}`);
     expect(response.status).toBe(400);
     expect(response.body).toEqual({ success: false, error: { code: 'invalid_request', message: expect.any(String), details: [expect.objectContaining({ field, rule })] } });
+  });
+
+  it('says a repeated parameter must be given once', async () => {
+    const response = await list(LISTER, '?limit=5&limit=6');
+    expect(response.body.error.details).toEqual([{ field: 'limit', rule: 'repeated', message: 'limit must be given once; got 2 values' }]);
   });
 
   it('names both fields when both are invalid', async () => {
