@@ -3,7 +3,7 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger, resolveLogFormat, type Logger } from './logger.ts';
 import { startApiService } from './runtime/api-service.ts';
 import { NatsServerMissingError, startLocalNats, type LocalNats } from './runtime/local-nats.ts';
-import { startWorkerService } from './runtime/worker-service.ts';
+import { startWorkerService, type WorkerService } from './runtime/worker-service.ts';
 import { ManifestError } from './pipeline/manifest.ts';
 import { InferenceInitError } from './worker/inference-protocol.ts';
 import { DirInUseError, LOCK_WAIT_MS } from './util/dir-lock.ts';
@@ -100,14 +100,18 @@ async function serve(config: Config): Promise<number> {
   const logger = commandLogger(config, 'serve', 'api');
   const api = await startApiService({ config, natsUrl: requireNatsUrl(config), logger });
   logger.info({ address: api.address, metrics: metricsUrl(api.metricsAddress) }, 'qr-art API is up');
-  return untilSignal(logger, [() => api.stop()]);
+  return untilSignal(logger, { stoppers: [() => api.stop()] });
 }
 
 async function worker(config: Config): Promise<number> {
   const logger = commandLogger(config, 'worker', 'worker');
   const service = await startWorkerService({ config, natsUrl: requireNatsUrl(config), logger });
   void service.fatal.then((error) => exitOnDeviceFault(logger, error, [() => service.stop()], config.JOB_ABORT_GRACE_MS));
-  return untilSignal(logger, [() => service.stop()]);
+  return untilSignal(logger, { stoppers: [() => service.stop()], drain: drainOf(service, config) });
+}
+
+function drainOf(service: WorkerService, config: Config): Drain {
+  return { jobsInHand: () => service.daemon.inHand(), ackWaitMs: config.JOB_ACK_WAIT_MS };
 }
 
 /** The worker's metrics port under `start` when WORKER_METRICS_PORT is unset: next to the API's 9464, as in the deployment. */
@@ -124,6 +128,8 @@ async function start(given: Config): Promise<number> {
   const logger = commandLogger(config, 'start', 'qr-art');
   // What has started, last first: the order to stop in, at a signal or when a later part fails to start.
   const stoppers: (() => Promise<unknown>)[] = [];
+  let drain: Drain;
+  let localNats: LocalNats | undefined;
   try {
     let natsUrl = config.NATS_URL;
     if (!natsUrl) {
@@ -133,11 +139,13 @@ async function start(given: Config): Promise<number> {
         onLeftoverStopped: (pid) => logger.warn({ dir: storeDir, leftoverPid: pid }, 'stopped the nats-server that a killed qr-art start had left running on this store'),
       });
       stoppers.unshift(() => nats.stop());
+      localNats = nats;
       natsUrl = nats.url;
       logger.info({ url: nats.url, monitor: nats.monitorUrl }, 'local nats-server started');
     }
     const workerService = await startWorkerService({ config, natsUrl, logger: logger.child({ role: 'worker' }) });
     stoppers.unshift(() => workerService.stop());
+    drain = drainOf(workerService, config);
     const api = await startApiService({
       config,
       natsUrl,
@@ -154,7 +162,7 @@ async function start(given: Config): Promise<number> {
     for (const stop of stoppers) await stop().catch((err) => logger.error({ err }, 'error while stopping after a failed start'));
     throw error;
   }
-  return untilSignal(logger, stoppers);
+  return untilSignal(logger, { stoppers, drain, ...(localNats ? { killNow: () => localNats.kill() } : {}) });
 }
 
 /** Exit code of a worker that gave its device up (its jobs were handed back first). */
@@ -180,14 +188,57 @@ async function exitOnDeviceFault(logger: Logger, error: Error, stoppers: (() => 
   process.exit(DEVICE_FAULT_EXIT_CODE);
 }
 
-/** Graceful shutdown: on SIGTERM/SIGINT run the stoppers in order, then exit. */
-function untilSignal(logger: Logger, stoppers: (() => Promise<unknown>)[]): Promise<number> {
+/** What a worker's shutdown waits for: its jobs in hand, and when the queue delivers an abandoned one again. */
+interface Drain {
+  jobsInHand: () => number;
+  ackWaitMs: number;
+}
+
+/** How a command stops at a signal. */
+interface Shutdown {
+  /** Run in order at the first signal: the graceful stop. */
+  stoppers: (() => Promise<unknown>)[];
+  /** A worker's jobs in hand, which the graceful stop lets finish. */
+  drain?: Drain;
+  /** Synchronous, at a second signal: what must not outlive the process (a local nats-server). */
+  killNow?: () => void;
+}
+
+/**
+ * Graceful shutdown: on SIGTERM/SIGINT run the stoppers in order, then exit. A worker lets its
+ * jobs in hand finish first, which can take minutes on a large request: the log says so, and a
+ * second signal stops at once. A job not finished was never acked, so the queue delivers it
+ * again once its ack wait passes, to the next start or another worker.
+ *
+ * Stopping at once is dying of the signal, not process.exit(): exit() runs native teardown
+ * while the inference thread is inside ONNX Runtime, which aborts the process. The signal is
+ * raised again with this handler removed; store locks are still released (proper-lockfile's
+ * signal-exit handles it), and killNow ends the children first.
+ */
+function untilSignal(logger: Logger, shutdown: Shutdown): Promise<number> {
+  const { stoppers, drain, killNow } = shutdown;
   return new Promise((resolve) => {
     let stopping = false;
     const onSignal = async (signal: NodeJS.Signals) => {
-      if (stopping) return;
+      const jobsInHand = drain?.jobsInHand() ?? 0;
+      if (stopping) {
+        logger.warn(
+          { signal, jobsInHand },
+          jobsInHand > 0
+            ? `stopping now; the ${jobsInHand} unfinished job(s) are delivered again ${drain!.ackWaitMs / 1000} s after their last heartbeat`
+            : 'stopping now',
+        );
+        killNow?.();
+        process.removeListener('SIGTERM', onSignal);
+        process.removeListener('SIGINT', onSignal);
+        process.kill(process.pid, signal);
+        return;
+      }
       stopping = true;
-      logger.info({ signal }, 'shutting down');
+      logger.info(
+        { signal, jobsInHand },
+        jobsInHand > 0 ? `shutting down once the ${jobsInHand} job(s) in hand finish; ${signal} again stops now` : 'shutting down',
+      );
       for (const stop of stoppers) {
         try {
           await stop();
@@ -197,7 +248,7 @@ function untilSignal(logger: Logger, stoppers: (() => Promise<unknown>)[]): Prom
       }
       resolve(0);
     };
-    process.once('SIGTERM', onSignal);
-    process.once('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
   });
 }

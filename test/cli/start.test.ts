@@ -103,6 +103,74 @@ describe('qr-art start', () => {
     expect(code, output).toBe(0);
   }, 150_000);
 
+  it('on a signal waits for the job in hand and says so; a second signal stops at once; the next start runs the job again', async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
+    dirs.push(dataDir);
+    const port = await freePort();
+    const env = {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      API_KEYS: `dana:${KEY}:100`,
+      LOG_LEVEL: 'info',
+      NATS_URL: '',
+      METRICS_PORT: 'off',
+      WORKER_METRICS_PORT: 'off',
+      // A job left unacked goes back to the queue this long after the worker's last heartbeat.
+      JOB_ACK_WAIT_MS: '6000',
+    };
+    const base = `http://127.0.0.1:${port}`;
+    const startService = () => {
+      const child = spawn(process.execPath, [bin, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const log = { text: '' };
+      child.stdout.on('data', (chunk) => (log.text += chunk));
+      child.stderr.on('data', (chunk) => (log.text += chunk));
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+      return { child, log, exited };
+    };
+    const prediction = async (id: string) =>
+      ((await (await fetch(`${base}/v1/predictions/${id}`, { headers: { 'x-api-key': KEY } })).json()) as { data: { status: string; isScanables: boolean[] } }).data;
+
+    const first = startService();
+    try {
+      await waitFor(async () => ((await fetch(`${base}/readyz`).catch(() => null))?.ok ? true : undefined), 45_000, 250);
+      // The demo graphs' longest v5 run at SD: long enough to be in hand when the signals come.
+      const created = await fetch(`${base}/v1/predictions/queue`, {
+        method: 'POST',
+        headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+        body: JSON.stringify({ workflow: 'generate_qr_art_v5', prompt: 'a koi pond', qrContent: 'https://example.com', steps: 50, batchSize: 4 }),
+      });
+      const { data } = (await created.json()) as { data: { id: string } };
+      await waitFor(async () => ((await prediction(data.id)).status === 'executing' ? true : undefined), 30_000, 100);
+
+      first.child.kill('SIGINT');
+      await waitFor(async () => (first.log.text.includes('shutting down once the 1 job(s) in hand finish') ? true : undefined), 10_000, 50);
+      first.child.kill('SIGINT');
+      // It dies of the signal (a shell's 130), not of an abort in native code.
+      expect(await first.exited, first.log.text).toEqual({ code: null, signal: 'SIGINT' });
+      expect(first.log.text).toContain('stopping now; the 1 unfinished job(s) are delivered again 6 s after their last heartbeat');
+      expect(await processesMentioning(path.join(dataDir, 'nats'))).toEqual([]);
+
+      // Nothing is lost: the next start runs the job again and it completes.
+      const second = startService();
+      try {
+        const done = await waitFor(async () => {
+          const got = await prediction(data.id).catch(() => undefined);
+          return got?.status === 'executed' ? got : undefined;
+        }, 120_000, 500);
+        expect(done.isScanables).toHaveLength(4);
+        // The killed start released its store locks: this one did not wait for them to go stale.
+        expect(second.log.text).not.toContain('is locked by another process');
+      } finally {
+        second.child.kill('SIGTERM');
+      }
+      expect(await second.exited, second.log.text).toEqual({ code: 0, signal: null });
+    } finally {
+      first.child.kill('SIGKILL');
+    }
+  }, 240_000);
+
   it('explains how to install nats-server when the binary is missing', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
     dirs.push(dataDir);
