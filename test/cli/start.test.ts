@@ -103,7 +103,7 @@ describe('qr-art start', () => {
     expect(code, output).toBe(0);
   }, 150_000);
 
-  it('on a signal waits for the job in hand and says so; a second signal stops at once; the next start runs the job again', async () => {
+  it('at Ctrl-C finishes the job in hand and says so; at a second Ctrl-C stops at once, and the next start runs that job again', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
     dirs.push(dataDir);
     const port = await freePort();
@@ -121,21 +121,22 @@ describe('qr-art start', () => {
       JOB_ACK_WAIT_MS: '6000',
     };
     const base = `http://127.0.0.1:${port}`;
+    // Each start leads its own process group, as a shell's foreground job does, so that a signal
+    // to the group is what Ctrl-C in a terminal sends: to every process of the job at once.
     const startService = () => {
-      const child = spawn(process.execPath, [bin, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [bin, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       const log = { text: '' };
       child.stdout.on('data', (chunk) => (log.text += chunk));
       child.stderr.on('data', (chunk) => (log.text += chunk));
       const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-      return { child, log, exited };
+      const ctrlC = () => process.kill(-child.pid!, 'SIGINT');
+      const ready = () => waitFor(async () => ((await fetch(`${base}/readyz`).catch(() => null))?.ok ? true : undefined), 45_000, 250);
+      return { child, log, exited, ctrlC, ready };
     };
     const prediction = async (id: string) =>
       ((await (await fetch(`${base}/v1/predictions/${id}`, { headers: { 'x-api-key': KEY } })).json()) as { data: { status: string; isScanables: boolean[] } }).data;
-
-    const first = startService();
-    try {
-      await waitFor(async () => ((await fetch(`${base}/readyz`).catch(() => null))?.ok ? true : undefined), 45_000, 250);
-      // The demo graphs' longest v5 run at SD: long enough to be in hand when the signals come.
+    // The demo graphs' longest v5 run at SD: long enough to be in hand when the signals come.
+    const createExecuting = async () => {
       const created = await fetch(`${base}/v1/predictions/queue`, {
         method: 'POST',
         headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
@@ -143,33 +144,53 @@ describe('qr-art start', () => {
       });
       const { data } = (await created.json()) as { data: { id: string } };
       await waitFor(async () => ((await prediction(data.id)).status === 'executing' ? true : undefined), 30_000, 100);
+      return data.id;
+    };
+    const executed = (id: string) =>
+      waitFor(async () => {
+        const got = await prediction(id).catch(() => undefined);
+        return got?.status === 'executed' ? got : undefined;
+      }, 120_000, 500);
+    const starts: ReturnType<typeof startService>[] = [];
 
-      first.child.kill('SIGINT');
-      await waitFor(async () => (first.log.text.includes('shutting down once the 1 job(s) in hand finish') ? true : undefined), 10_000, 50);
-      first.child.kill('SIGINT');
-      // It dies of the signal (a shell's 130), not of an abort in native code.
-      expect(await first.exited, first.log.text).toEqual({ code: null, signal: 'SIGINT' });
-      expect(first.log.text).toContain('stopping now; the 1 unfinished job(s) are delivered again 6 s after their last heartbeat');
-      expect(await processesMentioning(path.join(dataDir, 'nats'))).toEqual([]);
+    try {
+      // One Ctrl-C: the worker finishes the job (its local nats-server, in its own group, is not
+      // signalled and takes the results), then everything stops.
+      const first = startService();
+      starts.push(first);
+      await first.ready();
+      const finished = await createExecuting();
+      first.ctrlC();
+      expect(await first.exited, first.log.text).toEqual({ code: 0, signal: null });
+      expect(first.log.text).toContain('shutting down once the 1 job(s) in hand finish; SIGINT again stops now');
+      expect(first.log.text).toMatch(new RegExp(`"predictionId":"${finished}".*"outcome":"images".*"msg":"job done"`));
 
-      // Nothing is lost: the next start runs the job again and it completes.
+      // Two: it stops at once and dies of the signal (a shell's 130), not of an abort in native code.
       const second = startService();
-      try {
-        const done = await waitFor(async () => {
-          const got = await prediction(data.id).catch(() => undefined);
-          return got?.status === 'executed' ? got : undefined;
-        }, 120_000, 500);
-        expect(done.isScanables).toHaveLength(4);
-        // The killed start released its store locks: this one did not wait for them to go stale.
-        expect(second.log.text).not.toContain('is locked by another process');
-      } finally {
-        second.child.kill('SIGTERM');
-      }
-      expect(await second.exited, second.log.text).toEqual({ code: 0, signal: null });
+      starts.push(second);
+      await second.ready();
+      expect((await executed(finished)).isScanables).toHaveLength(4);
+      const abandoned = await createExecuting();
+      second.ctrlC();
+      await waitFor(async () => (second.log.text.includes('shutting down once the 1 job(s) in hand finish') ? true : undefined), 10_000, 50);
+      second.ctrlC();
+      expect(await second.exited, second.log.text).toEqual({ code: null, signal: 'SIGINT' });
+      expect(second.log.text).toContain('stopping now; the 1 unfinished job(s) are delivered again 6 s after their last heartbeat');
+      // Its nats-server, told to stop on the way out, is gone moments later.
+      await waitFor(async () => ((await processesMentioning(path.join(dataDir, 'nats'))).length === 0 ? true : undefined), 10_000, 100);
+
+      // Nothing is lost: the next start runs the abandoned job again. The killed start released
+      // its store locks, so this one did not wait for them to go stale.
+      const third = startService();
+      starts.push(third);
+      expect((await executed(abandoned)).isScanables).toHaveLength(4);
+      expect(third.log.text).not.toContain('is locked by another process');
+      third.child.kill('SIGTERM');
+      expect(await third.exited, third.log.text).toEqual({ code: 0, signal: null });
     } finally {
-      first.child.kill('SIGKILL');
+      for (const { child } of starts) if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
     }
-  }, 240_000);
+  }, 300_000);
 
   it('explains how to install nats-server when the binary is missing', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
