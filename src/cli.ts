@@ -248,7 +248,15 @@ function untilSignal(logger: Logger, shutdown: Shutdown): Promise<number> {
       }
       resolve(0);
     };
+    // A closed terminal: die of the hangup as before, but not leaving the local server (in its
+    // own session, it gets no hangup of its own) behind.
+    const onHangup = () => {
+      killNow?.();
+      process.removeListener('SIGHUP', onHangup);
+      process.kill(process.pid, 'SIGHUP');
+    };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
+    process.on('SIGHUP', onHangup);
   });
 }

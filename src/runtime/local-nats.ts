@@ -100,9 +100,9 @@ async function spawnNats(binary: string, storeDir: string, port: number, monitor
   const child: ChildProcess = spawn(
     binary,
     ['-js', '-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-sd', path.resolve(storeDir)],
-    // Its own process group: a Ctrl-C in the terminal signals the whole foreground group, and the
-    // server must outlive it, because the worker finishes its jobs in hand (publishing their images
-    // and results here) before this process stops the server, last.
+    // Its own process group (and session): a Ctrl-C in the terminal signals the whole foreground
+    // group, and the server must outlive it, because the worker finishes its jobs in hand
+    // (publishing their images and results here) before this process stops the server, last.
     { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
   // The server is this process's child: it goes when the process goes, however the process ends

@@ -103,7 +103,7 @@ describe('qr-art start', () => {
     expect(code, output).toBe(0);
   }, 150_000);
 
-  it('at Ctrl-C finishes the job in hand and says so; at a second Ctrl-C stops at once, and the next start runs that job again', async () => {
+  it('at Ctrl-C finishes the job in hand and says so; at a second Ctrl-C stops at once, and the next start runs that job again; a hangup ends it', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
     dirs.push(dataDir);
     const port = await freePort();
@@ -185,8 +185,10 @@ describe('qr-art start', () => {
       starts.push(third);
       expect((await executed(abandoned)).isScanables).toHaveLength(4);
       expect(third.log.text).not.toContain('is locked by another process');
-      third.child.kill('SIGTERM');
-      expect(await third.exited, third.log.text).toEqual({ code: 0, signal: null });
+      // A closed terminal (a hangup to the group) ends it, and its nats-server with it.
+      process.kill(-third.child.pid!, 'SIGHUP');
+      expect(await third.exited, third.log.text).toEqual({ code: null, signal: 'SIGHUP' });
+      await waitFor(async () => ((await processesMentioning(path.join(dataDir, 'nats'))).length === 0 ? true : undefined), 10_000, 100);
     } finally {
       for (const { child } of starts) if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
     }
