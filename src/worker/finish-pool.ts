@@ -23,8 +23,10 @@ export class FinishPool {
     const fromSource = import.meta.url.endsWith('.ts');
     this.pool = new Piscina({
       filename: fileURLToPath(new URL(fromSource ? './finish-task.ts' : './finish-task.js', import.meta.url)),
-      // From source the threads need tsx's loader to import TypeScript (piscina's own entry is plain JS).
-      ...(fromSource ? { execArgv: ['--import', 'tsx'] } : {}),
+      // From source the threads need tsx's loader to import TypeScript (piscina's own entry is plain
+      // JS). Resolved here, from this package: a bare 'tsx' is resolved from the working directory,
+      // which is not this package's when qr-art runs elsewhere.
+      ...(fromSource ? { execArgv: ['--import', import.meta.resolve('tsx')] } : {}),
       minThreads: threads,
       maxThreads: threads,
       idleTimeout: Number.POSITIVE_INFINITY,

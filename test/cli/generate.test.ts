@@ -3,6 +3,7 @@
  * size, isScanables and timings printed, progress on stderr, and flags refused with exit 2 and
  * the flag's name (checked by the API's own validator).
  */
+import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,6 +11,8 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCommand } from '../../src/cli/generate.ts';
 import { captureOutput } from '../helpers/console.ts';
+
+const bin = path.resolve(import.meta.dirname, '../../bin/qr-art.js');
 
 describe('qr-art generate', () => {
   let dir: string;
@@ -33,6 +36,25 @@ describe('qr-art generate', () => {
     expect(result.err).toContain('step 1/10');
     expect(result.err).toContain('step 10/10');
   });
+
+  it('runs from any working directory: its threads find their loader from the package, not the cwd', async () => {
+    // A user runs the command from their own folder; the TypeScript sources' threads once looked
+    // for tsx there and the process aborted.
+    const result = await new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+      const child = spawn(process.execPath, [bin, 'generate', '--prompt', 'koi', '--qr-content', 'hi', '--steps', '10', '--seed', '7', '--out', 'here', '--threads', '1'], {
+        cwd: dir,
+        env: { ...process.env, QR_ART_FROM_SOURCE: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (chunk) => (out += chunk));
+      child.stderr.on('data', (chunk) => (err += chunk));
+      child.once('exit', (code) => resolve({ code, out, err }));
+    });
+    expect(result.code, result.err).toBe(0);
+    expect(await readdir(path.join(dir, 'here'))).toEqual(['7-0.png']);
+  }, 60_000);
 
   it('--json, v5s at 9:16', async () => {
     const out = path.join(dir, 'json');
