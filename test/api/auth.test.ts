@@ -215,6 +215,12 @@ describe('authentication and ownership', () => {
       expect(html.toLowerCase()).toContain('<html');
       for (const workflow of WORKFLOWS) expect(html).toContain(workflow);
     });
+
+    it('GET /docs/ is sent to /docs', async () => {
+      const response = await fetch(`${stack.baseUrl}/docs/`, { redirect: 'manual' });
+      expect(response.status).toBe(301);
+      expect(response.headers.get('location')).toBe('/docs');
+    });
   });
 
   describe('unknown routes', () => {

@@ -88,6 +88,8 @@ export async function docsRoutes(app: FastifyInstance): Promise<void> {
   app.get('/docs', async (_request, reply) =>
     reply.type('text/html; charset=utf-8').header('content-security-policy', CONTENT_SECURITY_POLICY).header('referrer-policy', 'no-referrer').send(page),
   );
+  // People type the folder form too; the page's asset paths are written for /docs.
+  app.get('/docs/', async (_request, reply) => reply.redirect('/docs', 301));
 }
 
 /**
