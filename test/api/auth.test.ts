@@ -216,6 +216,12 @@ describe('authentication and ownership', () => {
       for (const workflow of WORKFLOWS) expect(html).toContain(workflow);
     });
 
+    it.each(['/playground', '/playground/'])('GET %s is sent to the page at /', async (folder) => {
+      const response = await fetch(`${stack.baseUrl}${folder}`, { redirect: 'manual' });
+      expect(response.status).toBe(301);
+      expect(response.headers.get('location')).toBe('/');
+    });
+
     it('GET /docs/ is sent to /docs', async () => {
       const response = await fetch(`${stack.baseUrl}/docs/`, { redirect: 'manual' });
       expect(response.status).toBe(301);
@@ -230,6 +236,7 @@ describe('authentication and ownership', () => {
       ['GET', '/v2/predictions'],
       ['DELETE', '/v2/predictions'],
       ['GET', '/playground/no-such-file.js'],
+      ['GET', '/playground//'],
     ])('%s %s answers 404 with a JSON error body', async (method, path) => {
       const response = await stack.call(method, path, { key: ALICE });
       expect(response.status).toBe(404);
