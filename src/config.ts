@@ -112,6 +112,19 @@ export function publicBaseUrl(config: Config, listeningPort?: number): string {
   return (config.PUBLIC_BASE_URL ?? `http://localhost:${listeningPort ?? config.PORT}`).replace(/\/+$/, '');
 }
 
+/**
+ * The shortest API key accepted from an operator (API_KEYS, `qr-art keys create --key`): a key is
+ * the whole secret, and a short one is a guessable one. Minted keys are 47 characters.
+ */
+export const MIN_API_KEY_LENGTH = 24;
+
+/** Why an operator's chosen key is refused, or undefined. */
+export function apiKeyTooShort(apiKey: string): string | undefined {
+  return apiKey.length < MIN_API_KEY_LENGTH
+    ? `the key has ${apiKey.length} characters; use at least ${MIN_API_KEY_LENGTH} (qr-art keys create mints a random one)`
+    : undefined;
+}
+
 export function parseApiKeysSpec(spec: string | undefined): { userId: string; apiKey: string; credits: number }[] {
   if (!spec) return [];
   return spec
@@ -124,6 +137,8 @@ export function parseApiKeysSpec(spec: string | undefined): { userId: string; ap
       if (!userId || !apiKey || rest.length > 0 || !Number.isFinite(amount) || amount < 0) {
         throw new ConfigError(`API_KEYS entry "${entry.replace(/:[^:]*:/, ':***:')}" is not userId:apiKey:credits`);
       }
+      const tooShort = apiKeyTooShort(apiKey);
+      if (tooShort) throw new ConfigError(`API_KEYS entry for user "${userId}": ${tooShort}`);
       return { userId, apiKey, credits: amount };
     });
 }

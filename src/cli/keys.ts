@@ -1,12 +1,13 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { postgresLimits, type Config } from '../config.ts';
+import { apiKeyTooShort, postgresLimits, type Config } from '../config.ts';
 import { addApiKey, AccountError, balanceOf, ensureUser, generateApiKey, grantCredits, listAccounts, revokeApiKey } from '../store/accounts.ts';
 import { openDatabase } from '../store/open-database.ts';
+import { centsToCredits } from '../workflows/pricing.ts';
 
 const USAGE = `qr-art keys <action>
 
-  create --user ID [--credits N] [--label TEXT] [--key KEY]   create the user if new, mint (or store) a key, grant credits
+  create --user ID [--credits N] [--label TEXT] [--key KEY]   create the user if new, mint (or store: 24+ characters) a key, grant credits
   credit --user ID --credits N                                 add credits to a user
   list                                                         users, balances and keys (never the keys themselves)
   revoke --key-id KEY_ID                                       revoke a key
@@ -40,6 +41,11 @@ export async function keysCommand(argv: string[], config: Config): Promise<numbe
     },
     strict: true,
   });
+  const tooShort = values.key === undefined ? undefined : apiKeyTooShort(values.key);
+  if (tooShort) {
+    console.error(`--key: ${tooShort}`);
+    return 1;
+  }
   const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: path.join(config.DATA_DIR, 'pglite'), limits: postgresLimits(config) });
   try {
     switch (action) {
@@ -50,23 +56,23 @@ export async function keysCommand(argv: string[], config: Config): Promise<numbe
         await ensureUser(db, values.user);
         const keyId = await addApiKey(db, values.user, apiKey, values.label ?? null);
         const balance = cents > 0 ? await grantCredits(db, values.user, cents) : await balanceOf(db, values.user);
-        print(values.json, { userId: values.user, keyId, apiKey, credits: balance / 100 }, `user ${values.user}  key id ${keyId}  credits ${balance / 100}\nAPI key (shown once): ${apiKey}`);
+        print(values.json, { userId: values.user, keyId, apiKey, credits: centsToCredits(balance) }, `user ${values.user}  key id ${keyId}  credits ${centsToCredits(balance)}\nAPI key (shown once): ${apiKey}`);
         return 0;
       }
       case 'credit': {
         if (!values.user) throw new AccountError('--user is required', 'unknown_user');
         const balance = await grantCredits(db, values.user, parseCredits(values.credits));
-        print(values.json, { userId: values.user, credits: balance / 100 }, `user ${values.user}  credits ${balance / 100}`);
+        print(values.json, { userId: values.user, credits: centsToCredits(balance) }, `user ${values.user}  credits ${centsToCredits(balance)}`);
         return 0;
       }
       case 'list': {
         const accounts = await listAccounts(db);
         const text = accounts
           .map((account) =>
-            [`${account.userId}  credits ${account.balanceCents / 100}`, ...account.keys.map((key) => `  ${key.keyId}  ${key.label ?? ''}  created ${key.createdAt}${key.revokedAt ? `  REVOKED ${key.revokedAt}` : ''}`)].join('\n'),
+            [`${account.userId}  credits ${centsToCredits(account.balanceCents)}`, ...account.keys.map((key) => `  ${key.keyId}  ${key.label ?? ''}  created ${key.createdAt}${key.revokedAt ? `  REVOKED ${key.revokedAt}` : ''}`)].join('\n'),
           )
           .join('\n');
-        print(values.json, accounts.map((a) => ({ ...a, credits: a.balanceCents / 100 })), text || '(no users)');
+        print(values.json, accounts.map((a) => ({ ...a, credits: centsToCredits(a.balanceCents) })), text || '(no users)');
         return 0;
       }
       case 'revoke': {

@@ -65,4 +65,11 @@ describe('qr-art keys', () => {
     const revoke = await keys('revoke', '--key-id', 'key_missing');
     expect(revoke.code).toBe(1);
   }, 60_000);
+
+  it('refuses a chosen --key shorter than 24 characters and creates nothing', async () => {
+    const weak = await keys('create', '--user', 'dora', '--key', 'secret123');
+    expect(weak.code).toBe(1);
+    expect(weak.stderr).toContain('--key: the key has 9 characters; use at least 24');
+    expect(JSON.parse((await keys('list', '--json')).stdout).map((account: { userId: string }) => account.userId)).not.toContain('dora');
+  }, 60_000);
 });
