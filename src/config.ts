@@ -105,6 +105,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
+  // Read again where the API seeds them; checked here so that a bad entry stops any command
+  // before it starts a server or loads a model.
+  parseApiKeysSpec(parsed.data.API_KEYS);
   return parsed.data;
 }
 

@@ -3,7 +3,7 @@
  * characters; a bad entry stops the service at start with a message that does not print the key.
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigError, MIN_API_KEY_LENGTH, parseApiKeysSpec } from '../../src/config.ts';
+import { ConfigError, loadConfig, MIN_API_KEY_LENGTH, parseApiKeysSpec } from '../../src/config.ts';
 
 const LONG = 'k'.repeat(MIN_API_KEY_LENGTH);
 
@@ -37,5 +37,10 @@ describe('parseApiKeysSpec', () => {
     expect(error).toBeInstanceOf(ConfigError);
     expect(error!.message).toContain('is not userId:apiKey:credits');
     expect(error!.message).not.toContain(LONG);
+  });
+
+  it('is checked with the rest of the configuration, before a command starts anything', () => {
+    expect(() => loadConfig({ API_KEYS: 'ann:short:10' })).toThrow(/API_KEYS entry for user "ann": the key has 5 characters/);
+    expect(loadConfig({ API_KEYS: `ann:${LONG}:10` }).API_KEYS).toBe(`ann:${LONG}:10`);
   });
 });
