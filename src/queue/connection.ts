@@ -2,6 +2,8 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { StorageType } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
+import { waitWhileUnavailable, type DependencyUnavailableError } from '../util/unavailable.ts';
+import { brokerUnavailable, isBrokerFailure } from './broker-errors.ts';
 import { OBJECT_BUCKET } from './subjects.ts';
 
 export interface Queue {
@@ -43,4 +45,27 @@ export async function connectQueue(servers: string, name: string): Promise<Queue
       await nc.drain().catch(() => nc.close());
     },
   };
+}
+
+/**
+ * connectQueue, waiting up to waitMs for a NATS server that cannot be reached yet (still starting,
+ * restarting): a process started before it comes up with it instead of exiting with a stack trace.
+ * The failure that ends the wait names the servers; any other failure (bad credentials, a bad URL)
+ * is thrown at once.
+ */
+export function connectQueueWaiting(servers: string, name: string, waitMs: number, onWaiting: (error: DependencyUnavailableError) => void): Promise<Queue> {
+  return waitWhileUnavailable(
+    async () => {
+      try {
+        return await connectQueue(servers, name);
+      } catch (error) {
+        if (!isBrokerFailure(error)) throw error;
+        // The driver's own cause says why ("connect ECONNREFUSED 127.0.0.1:4222").
+        const reason = error instanceof Error && error.cause instanceof Error ? error.cause.message : (error as Error).message;
+        throw brokerUnavailable(new Error(`cannot reach NATS at ${servers}: ${reason}`));
+      }
+    },
+    waitMs,
+    onWaiting,
+  );
 }

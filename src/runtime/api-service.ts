@@ -10,7 +10,7 @@ import { startEventApplier } from '../predictions/apply-events.ts';
 import { createSubmitter } from '../predictions/create.ts';
 import { createPredictionReader } from '../predictions/reader.ts';
 import { startMaxDeliveryHandler } from '../predictions/max-deliveries.ts';
-import { connectQueue, type Queue } from '../queue/connection.ts';
+import { connectQueueWaiting, type Queue } from '../queue/connection.ts';
 import { startOutboxRelay } from '../queue/outbox-relay.ts';
 import { createPredictionFeed } from '../queue/prediction-feed.ts';
 import { ensureTopology } from '../queue/topology.ts';
@@ -54,15 +54,25 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
     (error) => logger.warn({ err: error.cause ?? error }, 'database not reachable yet; waiting for it'),
   );
   logger.info({ database: db.kind }, 'database ready');
-  await seedFromSpec(db, parseApiKeysSpec(config.API_KEYS));
-
-  const queue = await connectQueue(options.natsUrl, 'qr-art-api');
-  await ensureTopology(queue.jsm, { jobAckWaitMs: config.JOB_ACK_WAIT_MS, jobMaxDeliver: config.JOB_MAX_DELIVER, replicas: config.JETSTREAM_REPLICAS });
+  let queue: Queue | undefined;
+  let webhookSecret: Awaited<ReturnType<typeof resolveWebhookSecret>>;
+  try {
+    await seedFromSpec(db, parseApiKeysSpec(config.API_KEYS));
+    queue = await connectQueueWaiting(options.natsUrl, 'qr-art-api', config.NATS_STARTUP_WAIT_MS, (error) =>
+      logger.warn({ err: error.cause ?? error }, 'NATS not reachable yet; waiting for it'),
+    );
+    await ensureTopology(queue.jsm, { jobAckWaitMs: config.JOB_ACK_WAIT_MS, jobMaxDeliver: config.JOB_MAX_DELIVER, replicas: config.JETSTREAM_REPLICAS });
+    webhookSecret = await resolveWebhookSecret(config.WEBHOOK_SECRET, config.DATA_DIR);
+  } catch (error) {
+    // Nothing serves yet: close what is open here, which would keep the process from exiting.
+    await queue?.close().catch(() => undefined);
+    await db.close().catch(() => undefined);
+    throw error;
+  }
   // One per service: every piece below that records gets this one (tests run several services in a process).
   const metrics = new ApiMetrics();
   registerScrapeProbes({ registry: metrics.registry, db, queue, logger });
 
-  const webhookSecret = await resolveWebhookSecret(config.WEBHOOK_SECRET, config.DATA_DIR);
   if (webhookSecret.source !== 'env') logger.info({ file: webhookSecret.file }, 'webhook signing secret kept in DATA_DIR (set WEBHOOK_SECRET to choose one)');
 
   // Known for sure only once listening (PORT=0 picks a free port).

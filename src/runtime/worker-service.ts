@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { warmUpSizes, type Config } from '../config.ts';
 import { parseExecutionProvider } from '../pipeline/providers.ts';
-import { connectQueue } from '../queue/connection.ts';
+import { connectQueueWaiting } from '../queue/connection.ts';
 import { ensureTopology } from '../queue/topology.ts';
 import { ControlImageRunner } from '../worker/control-image-runner.ts';
 import { startWorkerDaemon, type WorkerDaemon } from '../worker/daemon.ts';
@@ -28,7 +28,9 @@ export interface WorkerService {
 /** The data plane: one NATS connection, the topology, the models (loaded before the first pull) and the pulling daemon. */
 export async function startWorkerService(options: { config: Config; natsUrl: string; logger: Logger }): Promise<WorkerService> {
   const { config, logger } = options;
-  const queue = await connectQueue(options.natsUrl, 'qr-art-worker');
+  const queue = await connectQueueWaiting(options.natsUrl, 'qr-art-worker', config.NATS_STARTUP_WAIT_MS, (error) =>
+    logger.warn({ err: error.cause ?? error }, 'NATS not reachable yet; waiting for it'),
+  );
   await ensureTopology(queue.jsm, { jobAckWaitMs: config.JOB_ACK_WAIT_MS, jobMaxDeliver: config.JOB_MAX_DELIVER, replicas: config.JETSTREAM_REPLICAS });
   // One per service, handed to every piece that records (tests run several services in a process).
   const metrics = new WorkerMetrics();

@@ -2,7 +2,7 @@
  * Opening the database: the back end DATABASE_URL picks (database.ts), migrated before use. Each
  * back end is imported only when chosen, so PGlite's WASM is not loaded beside a server.
  */
-import { DependencyUnavailableError } from '../util/unavailable.ts';
+import { DependencyUnavailableError, waitWhileUnavailable } from '../util/unavailable.ts';
 import { DEFAULT_POSTGRES_LIMITS, type Database, type PostgresLimits } from './database.ts';
 import { migrate } from './migrations.ts';
 
@@ -32,15 +32,6 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
  * starting, failing over, restarting): a replica started meanwhile comes up with it instead of
  * exiting. Any other failure (bad credentials, a bad URL) is thrown at once.
  */
-export async function openDatabaseWaiting(options: DatabaseOptions, waitMs: number, onWaiting: (error: DependencyUnavailableError) => void): Promise<Database> {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    try {
-      return await openDatabase(options);
-    } catch (error) {
-      if (!(error instanceof DependencyUnavailableError) || Date.now() >= deadline) throw error;
-      onWaiting(error);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-    }
-  }
+export function openDatabaseWaiting(options: DatabaseOptions, waitMs: number, onWaiting: (error: DependencyUnavailableError) => void): Promise<Database> {
+  return waitWhileUnavailable(() => openDatabase(options), waitMs, onWaiting);
 }

@@ -17,3 +17,22 @@ export class DependencyUnavailableError extends Error {
     this.name = 'DependencyUnavailableError';
   }
 }
+
+/**
+ * Runs `attempt` until it succeeds, retrying once a second while it fails with
+ * DependencyUnavailableError and `waitMs` has not passed; any other failure is thrown at once.
+ * For start-up: a replica started while its database or broker is still starting (failing over,
+ * restarting) comes up with it instead of exiting.
+ */
+export async function waitWhileUnavailable<T>(attempt: () => Promise<T>, waitMs: number, onWaiting: (error: DependencyUnavailableError) => void): Promise<T> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!(error instanceof DependencyUnavailableError) || Date.now() >= deadline) throw error;
+      onWaiting(error);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}

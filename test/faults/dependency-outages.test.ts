@@ -186,6 +186,29 @@ describe.skipIf(!postgresBinDir())('the API through database and broker outages'
     }
   }, 60_000);
 
+  it('an API replica started while NATS is down waits for it and comes up with it', async () => {
+    await nats.stop();
+    const config = testConfig(dataDir, database.url, { NATS_STARTUP_WAIT_MS: '30000' });
+    const starting = startApiService({ config, natsUrl: nats.url, logger: pino({ level: config.LOG_LEVEL }) });
+    let started = false;
+    void starting.then(() => (started = true), () => undefined);
+    try {
+      await sleep(2500);
+      expect(started).toBe(false);
+    } finally {
+      await nats.start();
+    }
+    const replica = await starting;
+    try {
+      expect((await fetch(`${replica.address}/readyz`)).status).toBe(200);
+      expect((await call('POST', '/v1/predictions/queue', { body: body() })).status).toBe(200);
+    } finally {
+      await replica.stop();
+    }
+    // The replica under test reconnected too.
+    await waitFor(async () => (api.queue.connected() ? true : undefined), 10_000);
+  }, 60_000);
+
   it('stays up through a NATS restart under load: creates and reads go on, a file request is a 503 at once, and files are served again when NATS returns', async () => {
     const name = imageName();
     await api.queue.images.putBlob({ name }, new Uint8Array([137, 80, 78, 71]));
