@@ -3,7 +3,6 @@
  * size, isScanables and timings printed, progress on stderr, and flags refused with exit 2 and
  * the flag's name (checked by the API's own validator).
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -11,8 +10,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateCommand } from '../../src/cli/generate.ts';
 import { captureOutput } from '../helpers/console.ts';
-
-const bin = path.resolve(import.meta.dirname, '../../bin/qr-art.js');
+import { runCliToExit } from '../helpers/processes.ts';
 
 describe('qr-art generate', () => {
   let dir: string;
@@ -40,19 +38,11 @@ describe('qr-art generate', () => {
   it('runs from any working directory: its threads find their loader from the package, not the cwd', async () => {
     // A user runs the command from their own folder; the TypeScript sources' threads once looked
     // for tsx there and the process aborted.
-    const result = await new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-      const child = spawn(process.execPath, [bin, 'generate', '--prompt', 'koi', '--qr-content', 'hi', '--steps', '10', '--seed', '7', '--out', 'here', '--threads', '1'], {
-        cwd: dir,
-        env: { ...process.env, QR_ART_FROM_SOURCE: '1' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (chunk) => (out += chunk));
-      child.stderr.on('data', (chunk) => (err += chunk));
-      child.once('exit', (code) => resolve({ code, out, err }));
+    const result = await runCliToExit(['generate', '--prompt', 'koi', '--qr-content', 'hi', '--steps', '10', '--seed', '7', '--out', 'here', '--threads', '1'], {
+      cwd: dir,
+      env: { ...process.env, QR_ART_FROM_SOURCE: '1' },
     });
-    expect(result.code, result.err).toBe(0);
+    expect(result.code, result.stderr).toBe(0);
     expect(await readdir(path.join(dir, 'here'))).toEqual(['7-0.png']);
   }, 60_000);
 

@@ -3,24 +3,12 @@
  * NATS_STARTUP_WAIT_MS for it, then exits 1 with one line naming the server, not a stack trace
  * and not a process kept alive by what it had opened (the API's database).
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/runtime/local-nats.ts';
-
-const bin = path.resolve(import.meta.dirname, '../../bin/qr-art.js');
-
-async function runToExit(command: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [bin, command], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  const killer = setTimeout(() => child.kill('SIGKILL'), 45_000);
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  clearTimeout(killer);
-  return { code, stderr };
-}
+import { runCliToExit } from '../helpers/processes.ts';
 
 describe('serve and worker while NATS cannot be reached', () => {
   const dirs: string[] = [];
@@ -33,16 +21,19 @@ describe('serve and worker while NATS cannot be reached', () => {
     dirs.push(dataDir);
     // A port nothing listens on.
     const natsUrl = `nats://127.0.0.1:${await freePort()}`;
-    const result = await runToExit(command, {
-      ...process.env,
-      DATA_DIR: dataDir,
-      NATS_URL: natsUrl,
-      NATS_STARTUP_WAIT_MS: '1500',
-      PORT: '0',
-      METRICS_PORT: 'off',
-      WORKER_METRICS_PORT: 'off',
-      LOG_LEVEL: 'warn',
-      LOG_FORMAT: 'json',
+    const result = await runCliToExit([command], {
+      env: {
+        ...process.env,
+        DATA_DIR: dataDir,
+        NATS_URL: natsUrl,
+        NATS_STARTUP_WAIT_MS: '1500',
+        PORT: '0',
+        METRICS_PORT: 'off',
+        WORKER_METRICS_PORT: 'off',
+        LOG_LEVEL: 'warn',
+        LOG_FORMAT: 'json',
+      },
+      timeoutMs: 45_000,
     });
     expect(result.code, result.stderr).toBe(1);
     const lines = result.stderr.trim().split('\n');

@@ -4,24 +4,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/runtime/local-nats.ts';
-import { processesMentioning } from '../helpers/processes.ts';
+import { processesMentioning, runCliToExit } from '../helpers/processes.ts';
 import { scrape } from '../helpers/prometheus.ts';
 import { waitFor } from '../helpers/service.ts';
 
 const bin = path.resolve(import.meta.dirname, '../../bin/qr-art.js');
 const KEY = 'start-test-key-0123456789abcdef';
-
-/** Runs `qr-art start` until it exits by itself (within 60 s): its exit code and everything it printed. */
-async function runToExit(env: NodeJS.ProcessEnv): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [bin, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.on('data', (chunk) => (output += chunk));
-  child.stderr.on('data', (chunk) => (output += chunk));
-  const killer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  clearTimeout(killer);
-  return { code, output };
-}
 
 describe('qr-art start', () => {
   const dirs: string[] = [];
@@ -83,13 +71,13 @@ describe('qr-art start', () => {
       // A second start on the same DATA_DIR is refused before it starts anything (it would share
       // the NATS store and the database files)...
       const freePorts = async () => ({ PORT: String(await freePort()), METRICS_PORT: String(await freePort()), WORKER_METRICS_PORT: String(await freePort()) });
-      const same = await runToExit({ ...env, ...(await freePorts()) });
+      const same = await runCliToExit(['start'], { env: { ...env, ...(await freePorts()) } });
       expect(same.code, same.output).toBe(1);
       expect(same.output).toContain(`${path.join(dataDir, 'nats')} is in use by another process`);
       // ...and one on another DATA_DIR whose API port is taken says so and stops what it had started.
       const otherDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
       dirs.push(otherDir);
-      const taken = await runToExit({ ...env, ...(await freePorts()), DATA_DIR: otherDir, PORT: String(port) });
+      const taken = await runCliToExit(['start'], { env: { ...env, ...(await freePorts()), DATA_DIR: otherDir, PORT: String(port) } });
       expect(taken.code, taken.output).toBe(1);
       expect(taken.output).toContain(`port ${port} is already in use`);
       expect(taken.output).toContain('local nats-server started');
@@ -197,14 +185,8 @@ describe('qr-art start', () => {
   it('explains how to install nats-server when the binary is missing', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
     dirs.push(dataDir);
-    const child = spawn(process.execPath, [bin, 'start'], {
-      env: { ...process.env, DATA_DIR: dataDir, PORT: '0', NATS_URL: '', NATS_SERVER_BIN: '/nonexistent/nats-server' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    expect(code).toBe(1);
-    expect(stderr).toContain('apt-get install -y nats-server');
+    const missing = await runCliToExit(['start'], { env: { ...process.env, DATA_DIR: dataDir, PORT: '0', NATS_URL: '', NATS_SERVER_BIN: '/nonexistent/nats-server' } });
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('apt-get install -y nats-server');
   }, 30_000);
 });

@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { readFile, readdir } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 
 /** The pids of live processes whose command line contains `text` (Linux /proc; a zombie's is empty). */
 export async function processesMentioning(text: string): Promise<number[]> {
@@ -9,4 +11,26 @@ export async function processesMentioning(text: string): Promise<number[]> {
     if (cmdline.split('\0').join(' ').includes(text)) pids.push(Number(entry));
   }
   return pids;
+}
+
+const bin = fileURLToPath(new URL('../../bin/qr-art.js', import.meta.url));
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  /** stdout and stderr as they came, interleaved. */
+  output: string;
+}
+
+/** Runs `qr-art <args>` as a process until it exits by itself (killed after timeoutMs). */
+export async function runCliToExit(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {}): Promise<CliRun> {
+  const child = spawn(process.execPath, [bin, ...args], { env: options.env ?? process.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const run = { stdout: '', stderr: '', output: '' };
+  child.stdout.on('data', (chunk) => ((run.stdout += chunk), (run.output += chunk)));
+  child.stderr.on('data', (chunk) => ((run.stderr += chunk), (run.output += chunk)));
+  const killer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  clearTimeout(killer);
+  return { code, ...run };
 }
