@@ -228,11 +228,7 @@ function untilSignal(logger: Logger, shutdown: Shutdown): Promise<number> {
             ? `stopping now; the ${jobsInHand} unfinished job(s) are delivered again ${drain!.ackWaitMs / 1000} s after their last heartbeat`
             : 'stopping now',
         );
-        killNow?.();
-        process.removeListener('SIGTERM', onSignal);
-        process.removeListener('SIGINT', onSignal);
-        process.kill(process.pid, signal);
-        return;
+        return dieOf(signal);
       }
       stopping = true;
       logger.info(
@@ -248,15 +244,17 @@ function untilSignal(logger: Logger, shutdown: Shutdown): Promise<number> {
       }
       resolve(0);
     };
-    // A closed terminal: die of the hangup as before, but not leaving the local server (in its
-    // own session, it gets no hangup of its own) behind.
-    const onHangup = () => {
+    // Dies of the signal with these handlers removed, the children ended first. Also what a
+    // closed terminal gets (SIGHUP): the local server, in its own session, gets no hangup of its own.
+    const dieOf = (signal: NodeJS.Signals) => {
       killNow?.();
-      process.removeListener('SIGHUP', onHangup);
-      process.kill(process.pid, 'SIGHUP');
+      process.removeListener('SIGTERM', onSignal);
+      process.removeListener('SIGINT', onSignal);
+      process.removeListener('SIGHUP', dieOf);
+      process.kill(process.pid, signal);
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
-    process.on('SIGHUP', onHangup);
+    process.on('SIGHUP', dieOf);
   });
 }

@@ -109,7 +109,9 @@ async function spawnNats(binary: string, storeDir: string, port: number, monitor
   // (an uncaught error at start-up included), never left running on its own. SIGKILL ends this
   // process without an 'exit': the pid file lets the next start stop the server then.
   const pidRecorded = child.pid === undefined ? Promise.resolve() : recordServerPid(pidFile, child.pid);
-  const killOnExit = () => child.kill('SIGTERM');
+  const killOnExit = () => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+  };
   process.once('exit', killOnExit);
   child.once('exit', () => process.removeListener('exit', killOnExit));
   let log = '';
@@ -139,9 +141,7 @@ async function spawnNats(binary: string, storeDir: string, port: number, monitor
   return {
     url: `nats://127.0.0.1:${port}`,
     monitorUrl: `http://127.0.0.1:${monitorPort}`,
-    kill: () => {
-      if (child.exitCode === null) child.kill('SIGTERM');
-    },
+    kill: killOnExit,
     stop: () =>
       new Promise<void>((resolve) => {
         const forgotten = () => void forgetServerPid(pidFile).finally(resolve);
