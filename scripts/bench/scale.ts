@@ -9,8 +9,9 @@
  *                          [--prefetch 1] [--concurrency 4] [--skip-fixed]
  *
  * What it measures is the control loop, not a GPU: every replica runs in this process (its own NATS
- * connection and the real worker daemon with the model-free control-image pipeline), and its device
- * is a fixed --device-ms per job, one job at a time. KEDA's polling interval and the HPA's sync
+ * connection and the real worker daemon with the model-free control-image pipeline, without the scan
+ * verdict: its CPU, on this one main thread for every replica, would be the bottleneck), and its
+ * device is a fixed --device-ms per job, one job at a time. KEDA's polling interval and the HPA's sync
  * period are both --poll-ms (30 s and 15 s in a cluster), cooldown and stabilization are seconds
  * instead of 300 s each, so that a run takes a couple of minutes on two cores.
  *
@@ -22,8 +23,8 @@
  * scale-up (KEDA's activation, 0 -> 1) and to the first HPA scale-out, peak replicas, replica-seconds
  * spent until drained (starting and stopping replicas included) and how many of them a running
  * replica held no job, time from drained back to zero, and jobs lost or run twice (counted per job id
- * on the runner; both must be 0), plus `executed` events published, redeliveries and what is left in
- * the stream.
+ * on the runner; both must be 0), plus `executed` events published, jobs handed back by a stopping
+ * replica (runs begun on the runner and not completed) and what is left in the stream.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -97,7 +98,8 @@ interface RunFigures {
   lost: number;
   ranTwice: number;
   executedEvents: number;
-  redelivered: number;
+  /** Runs begun and not completed: jobs handed back by a stopping replica. */
+  handedBack: number;
   leftInStream: number;
   timeline: readonly TickResult[];
 }
@@ -122,7 +124,7 @@ async function run(mode: { kind: 'fixed' } | { kind: 'autoscaled'; lagThreshold:
   const fleet = new InProcessFleet({
     natsUrl: nats.url,
     logger,
-    newRunner: () => ledger.wrap(new SimulatedDeviceRunner(new ControlImageRunner({ policy: { allowPrivate: false } }), deviceMs)),
+    newRunner: () => ledger.wrap(new SimulatedDeviceRunner(new ControlImageRunner({ policy: { allowPrivate: false }, scanVerdict: false }), deviceMs)),
     prefetch,
     concurrency,
     ackWaitMs: ACK_WAIT_MS,
@@ -214,7 +216,9 @@ async function run(mode: { kind: 'fixed' } | { kind: 'autoscaled'; lagThreshold:
     lost: audit.lost,
     ranTwice: audit.ranTwice,
     executedEvents,
-    redelivered: consumer.num_redelivered,
+    // Runs begun and not completed: jobs a stopping replica handed back before its device took
+    // them (the consumer's num_redelivered counts only unacked messages, 0 once drained).
+    handedBack: audit.runsStarted - audit.runsCompleted,
     leftInStream: stream.state.messages + consumer.num_pending + consumer.num_ack_pending,
     timeline,
   };
@@ -247,7 +251,7 @@ console.table(
     lost: r.lost,
     'run twice': r.ranTwice,
     'executed events': r.executedEvents,
-    redelivered: r.redelivered,
+    'handed back': r.handedBack,
     'left in stream': r.leftInStream,
   })),
 );

@@ -21,6 +21,12 @@ const CLIENT_IMAGE_RATIO = 0.8;
 export interface ControlImageRunnerOptions {
   readonly policy: OutboundPolicy;
   readonly fetchLimits?: Partial<ImageFetchLimits>;
+  /**
+   * false: no scan verdict (isScanables left empty). For the scaling bench only, where one
+   * process stands for many pods: the verdict's CPU (~0.5 s a job on the main thread, where a
+   * pod has a finishing pool) would be what it measures instead of the autoscaler.
+   */
+  readonly scanVerdict?: boolean;
 }
 
 /**
@@ -45,6 +51,7 @@ export class ControlImageRunner implements JobRunner {
     }
     const { image, expected, codeSide, geometry } = await jobControlImage(plan, this.options, signal);
     const png = await encodePng(image);
+    if (this.options.scanVerdict === false) return { kind: 'images', images: Array.from({ length: job.imageCount }, () => ({ data: png, extension: 'png' })) };
     // The same verdict as generated images get (the capture family), never a repair.
     const { scannable, robustness } = await ensureScannable(image, expected, geometry, 'off', { codeSide });
     const images: RenderedImage[] = Array.from({ length: job.imageCount }, () => ({ data: png, extension: 'png', isScannable: scannable, scanRobustness: robustness }));
