@@ -29,7 +29,11 @@ export interface LoggerOptions {
 export function createLogger(level: string, name: string, options: LoggerOptions = {}): Logger {
   const settings = { level, name, base: { pid: process.pid } };
   if (options.format !== 'pretty') {
-    return options.destination ? pino(settings, options.destination) : pino(settings);
+    // Written as it is logged. pino's default stdout stream writes on libuv's thread pool and
+    // flushes what is left at 'exit', which a process dying of a signal (a second Ctrl-C, a
+    // hangup, the worker killing itself when a thread is stuck) never reaches: the line saying
+    // why was lost whenever the pool was busy.
+    return pino(settings, options.destination ?? pino.destination({ dest: 1, sync: true }));
   }
   // A stream in this thread rather than a transport (a worker thread): a line logged just before
   // process.exit (a device fault) is written synchronously instead of lost with the thread.

@@ -86,4 +86,28 @@ describe('log format', () => {
     expect(auto.status, auto.stderr).toBe(3);
     expect(JSON.parse(auto.stdout)).toMatchObject({ level: 60, name: 'worker', msg: 'giving the device up' });
   }, 30_000);
+
+  it('a JSON line logged just before the process dies of a signal is written, even with the thread pool busy (child process)', () => {
+    // What a second Ctrl-C does: log why, then die of the signal, which skips the exit-time
+    // flush. Under start the pool is busy (PGlite's files, sharp, zlib): here, key derivations.
+    const code = [
+      "const { pbkdf2 } = await import('node:crypto');",
+      "const { loadConfig } = await import('./src/config.ts');",
+      "const { commandLogger } = await import('./src/cli.ts');",
+      "const logger = commandLogger(loadConfig(), 'start', 'qr-art');",
+      "for (let i = 0; i < 8; i++) pbkdf2('x', 'y', 200000, 64, 'sha512', () => {});",
+      "logger.warn('stopping now');",
+      "process.kill(process.pid, 'SIGINT');",
+    ].join('\n');
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+        cwd: ROOT,
+        env: { ...process.env, LOG_FORMAT: 'json' },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
+      expect(run.signal, run.stderr).toBe('SIGINT');
+      expect(run.stdout).toContain('"msg":"stopping now"');
+    }
+  }, 60_000);
 });
