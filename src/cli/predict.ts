@@ -185,8 +185,11 @@ async function finish(client: QrArtClient, record: PredictionRecord, out: string
   }
   if (json) console.log(JSON.stringify({ record, files }));
   else {
-    for (const file of files) console.log(`${file.path}  ${scanSummary(file.isScannable, file.scanRobustness)}`);
-    console.log(`isScanables: ${JSON.stringify(record.isScanables)}`);
+    // Outpainting carries no code: its images get no verdict, and the caption it wrote when the
+    // request had no prompt is what the new border was painted from.
+    for (const file of files) console.log(file.isScannable === null ? file.path : `${file.path}  ${scanSummary(file.isScannable, file.scanRobustness)}`);
+    if (typeof record.output === 'object' && record.output.caption !== undefined) console.log(`caption: ${record.output.caption}`);
+    if (record.isScanables.length > 0) console.log(`isScanables: ${JSON.stringify(record.isScanables)}`);
   }
   return 0;
 }

@@ -4,6 +4,8 @@
  * flags; bad flags; no server. And every field of every workflow has a flag.
  */
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -77,6 +79,25 @@ describe('qr-art predict', () => {
     const steps = [...result.err.matchAll(/^step (\d+)\/(\d+)$/gm)].map((m) => [Number(m[1]), Number(m[2])]);
     expect(steps.length).toBeGreaterThan(0);
     expect(steps.at(-1)![0]).toBe(steps.at(-1)![1]);
+  });
+
+  it('--wait on outpainting: prints the image without a scan verdict, and the caption it painted from', async () => {
+    const source = await sharp({ create: { width: 96, height: 64, channels: 3, background: '#3a7' } }).png().toBuffer();
+    const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(source));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/green.png`;
+      const out = path.join(dir, 'outpaint');
+      const flags = ['--image', url, '--image-width', '96', '--image-height', '64', '--padding-left', '32', '--padding-right', '32', '--padding-top', '0', '--padding-bottom', '0', '--type', 'one_shot'];
+      const result = await run(['--workflow', 'outpainting', ...flags, '--wait', '--out', out], { env });
+      expect(result.code, result.err).toBe(0);
+      const [created, ...rest] = result.out.trim().split('\n');
+      const id = created!.split(/\s+/)[0]!;
+      expect(rest).toEqual([path.join(out, `${id}-0.png`), expect.stringMatching(/^caption: \S.*$/)]);
+      expect(await sharp(path.join(out, `${id}-0.png`)).metadata()).toMatchObject({ format: 'png', width: 160, height: 64 });
+    } finally {
+      server.close();
+    }
   });
 
   it('--body from stdin with flags over it, --url and --key flags, --json: {record, files}', async () => {
