@@ -29,6 +29,7 @@ export const ConfigSchema = z.object({
   DB_QUERY_TIMEOUT_MS: milliseconds.default(3000),
   /** At start, how long the API waits for an unreachable PostgreSQL server before giving up (exit 1). */
   DB_STARTUP_WAIT_MS: z.coerce.number().int().min(0).default(60_000),
+  /** At start, how long the API and a worker wait for an unreachable NATS server before giving up (exit 1). */
   NATS_STARTUP_WAIT_MS: z.coerce.number().int().min(0).default(60_000),
   /** How long a create's Idempotency-Key is remembered (then it may be used afresh). */
   IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().positive().max(24 * 30).default(24),
