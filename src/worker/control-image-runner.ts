@@ -23,8 +23,9 @@ export interface ControlImageRunnerOptions {
   readonly fetchLimits?: Partial<ImageFetchLimits>;
   /**
    * false: no scan verdict (isScanables left empty). For the scaling bench only, where one
-   * process stands for many pods: the verdict's CPU (~0.5 s a job on the main thread, where a
-   * pod has a finishing pool) would be what it measures instead of the autoscaler.
+   * process stands for many pods: the verdict's CPU (~0.5 s a job, each pod's on its own cores
+   * in a cluster, every replica's on one main thread there) would be what it measures instead of
+   * the autoscaler.
    */
   readonly scanVerdict?: boolean;
 }
