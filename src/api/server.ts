@@ -11,6 +11,7 @@ import type { PredictionFeed } from '../queue/prediction-feed.ts';
 import { AllowedMethods } from './allowed-methods.ts';
 import { ApiError, toApiError } from './errors.ts';
 import { UNMATCHED_ROUTE, type ApiMetrics } from './metrics.ts';
+import { closeGracefully } from './graceful-close.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { fileRoutes } from './routes/files.ts';
 import { freeToolRoutes } from './routes/free-tools.ts';
@@ -34,7 +35,10 @@ export interface ApiDependencies {
   readiness: Record<string, ReadinessCheck>;
   allowPrivateUrls: boolean;
   bodyLimit: number;
-  /** The whole request, headers and body, must arrive within this; else 408 and the connection is closed. */
+  /**
+   * The whole request, headers and body, must arrive within this; else 408 and the connection
+   * is closed. It is also what requests in flight get to finish when the API stops.
+   */
   requestTimeoutMs: number;
   /** Where answered requests are counted (absent: not counted). */
   metrics?: ApiMetrics;
@@ -76,7 +80,8 @@ export function buildApi(deps: ApiDependencies) {
       const given = request.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    return503OnClosing: true,
+    // closeGracefully answers requests that arrive during the stop, in our error body.
+    return503OnClosing: false,
     // Router-level rejections (bad percent-encoding, an over-long path parameter) get our error body too.
     frameworkErrors: (error, _request, reply) => {
       const apiError = toApiError(error);
@@ -87,6 +92,7 @@ export function buildApi(deps: ApiDependencies) {
   // text/plain body is a 415, as on GET /v1/predictions/queue, not a string that fails validation.
   app.removeContentTypeParser('text/plain');
 
+  closeGracefully(app, deps.requestTimeoutMs);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
     if (!request.raw.complete) readRestOfBody(request, reply);

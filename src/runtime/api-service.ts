@@ -22,9 +22,6 @@ import { startWebhookDispatcher } from '../webhooks/dispatcher.ts';
 import { DEFAULT_WEBHOOK_SCHEDULE_MS, parseScheduleMs } from '../webhooks/retry-policy.ts';
 import { resolveWebhookSecret } from './webhook-secret.ts';
 
-/** How long requests in flight get to finish when the API stops, before their connections are closed. */
-const SHUTDOWN_GRACE_MS = 5000;
-
 export interface ApiService {
   app: ApiApp;
   db: Database;
@@ -124,12 +121,8 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
       await metricsServer?.close();
-      // app.close() waits for every connection; Node closes only those it counts as idle. A
-      // connection a client opened and never used (fetch keeps a spare one after an aborted
-      // event stream) is not one of them and would hold the shutdown for the keep-alive
-      // timeout (72 s): what is still open after the grace is closed.
-      const lingering = setTimeout(() => app.server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-      await app.close().finally(() => clearTimeout(lingering));
+      // Requests in flight finish, up to REQUEST_TIMEOUT_MS (api/graceful-close.ts).
+      await app.close();
       keyPruner.stop();
       await Promise.all(background.map((consumer) => consumer.stop()));
       await relay.stop();
