@@ -83,9 +83,10 @@ export function buildApi(deps: ApiDependencies) {
     // closeGracefully answers requests that arrive during the stop, in our error body.
     return503OnClosing: false,
     // Router-level rejections (bad percent-encoding, an over-long path parameter) get our error body too.
-    frameworkErrors: (error, _request, reply) => {
+    // No hook runs for them, so the request id is set here.
+    frameworkErrors: (error, request, reply) => {
       const apiError = toApiError(error);
-      void (reply as unknown as FastifyReply).code(apiError.statusCode).send(apiError.toBody());
+      void (reply as unknown as FastifyReply).code(apiError.statusCode).header('x-request-id', request.id).send(apiError.toBody());
     },
   });
   // Create bodies are JSON only (spec 4): without fastify's built-in text/plain parser a
@@ -196,7 +197,7 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket, request
         : new ApiError(400, 'invalid_request', 'the request is not valid HTTP', [{ field: '', rule: 'http' }]);
   const body = JSON.stringify(answer.toBody());
   socket.write(
-    `HTTP/1.1 ${answer.statusCode} ${STATUS_CODES[answer.statusCode]}\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    `HTTP/1.1 ${answer.statusCode} ${STATUS_CODES[answer.statusCode]}\r\nconnection: close\r\nx-request-id: ${randomUUID()}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
   socket.destroy();
 }

@@ -150,6 +150,8 @@ describe('authentication and ownership', () => {
       expect(response.status).toBe(400);
       expect(response.body).toMatchObject({ success: false, error: { code: expect.any(String), message: expect.any(String) } });
       expect(response.body.error.details).toEqual(expect.arrayContaining([expect.objectContaining({ field: expect.any(String), rule: expect.any(String) })]));
+      // Answered by the router, before any hook: it still carries the request id.
+      expect(response.headers.get('x-request-id')).toBeTruthy();
     });
   });
 

@@ -187,8 +187,22 @@ describe('request bodies over a real socket', () => {
     response.socket.destroy();
     expect(response.status).toBe(408);
     expect(response.body?.error?.code).toBe('request_timeout');
+    // Written straight to the socket, below fastify: it still carries a request id.
+    expect(response.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     expect(response.ms).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 100);
     // Timeouts are checked once a second at most.
     expect(response.ms).toBeLessThan(REQUEST_TIMEOUT_MS + 2000);
+  });
+
+  it('answers headers over 16 KiB with 431 in our error body, with a request id, and closes', async () => {
+    const head = `GET /healthz HTTP/1.1\r\nhost: localhost\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`;
+    const response = await exchange(stack.baseUrl, head, []);
+    response.socket.destroy();
+    expect(response.status).toBe(431);
+    expect(response.body).toEqual({
+      success: false,
+      error: { code: 'invalid_request', message: 'the request headers are too large', details: [{ field: 'headers', rule: 'max_header_size' }] },
+    });
+    expect(response.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
