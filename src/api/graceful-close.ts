@@ -1,5 +1,7 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
 import { ApiError } from './errors.ts';
 
 /** What a request that arrives while the instance stops is told to wait: another replica answers now. */
@@ -24,7 +26,7 @@ const END_GRACE_MS = 1000;
  * A request that arrives on a kept connection during the stop is answered 503 in our error
  * body, with Retry-After (fastify's own 503 has another body), and the connection is ended.
  */
-export function closeGracefully(app: FastifyInstance, graceMs: number): void {
+export function closeGracefully(app: FastifyInstance<Server, IncomingMessage, ServerResponse, Logger>, graceMs: number): void {
   const open = new Set<Socket>();
   const requestsOn = new Map<Socket, number>();
   let closing = false;
