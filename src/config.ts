@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DEFAULT_IMAGE_FETCH_LIMITS } from './image/fetch.ts';
 import { EXECUTION_PROVIDER_VALUES } from './pipeline/providers.ts';
@@ -11,6 +12,30 @@ const milliseconds = z.coerce.number().int().positive();
 
 /** A port to listen on (0 = any free port), or 'off': no listener at all. */
 const portOrOff = z.union([z.literal('off'), z.coerce.number().int().min(0).max(65535)]);
+
+/** A proxy entry fastify's trustProxy (proxy-addr) understands: an address, a CIDR block, or a named range. */
+function isProxyEntry(entry: string): boolean {
+  if (entry === 'loopback' || entry === 'linklocal' || entry === 'uniquelocal') return true;
+  const [address = '', prefix, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  return prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+}
+
+/**
+ * Which proxies' X-Forwarded-For is believed for the client's address: 'false' (none: the
+ * socket's peer is the client), a number of proxy hops in front of the API, or the proxies'
+ * addresses. Never 'true': the leftmost entry is whatever the client wrote.
+ */
+const trustProxy = z.string().transform((value, context): false | number | string[] => {
+  if (value === 'false' || value === '0') return false;
+  if (/^\d+$/.test(value)) return Number(value);
+  const entries = value.split(',').map((entry) => entry.trim());
+  const bad = entries.find((entry) => !isProxyEntry(entry));
+  if (bad === undefined) return entries;
+  context.addIssue({ code: 'custom', message: `'${bad}' is not a hop count, an address, a CIDR block or loopback/linklocal/uniquelocal` });
+  return z.NEVER;
+});
 
 /** Every environment variable the service reads, validated once at start. */
 export const ConfigSchema = z.object({
@@ -49,6 +74,8 @@ export const ConfigSchema = z.object({
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
   /** The whole request, headers and body, must arrive within this (else 408); also bounds reading the rest of a refused body. */
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
+  /** Proxies in front of the API whose X-Forwarded-For gives the client address (rate limits, logs): false, a hop count, or addresses/CIDRs. */
+  TRUST_PROXY: trustProxy.default(false),
   /** Keyless previews and quotes a minute from one client address (routes/free-tools.ts). */
   PREVIEW_RATE_LIMIT: z.coerce.number().int().min(1).default(120),
   /** How long a valid API key is remembered (a revocation takes effect within it); 0 disables. */

@@ -29,6 +29,8 @@ export interface ApiDependencies {
   feed: PredictionFeed;
   /** Keyless previews and quotes a minute from one address. */
   previewRateLimit: number;
+  /** Proxies whose X-Forwarded-For gives the client's address (TRUST_PROXY): none, a hop count, or their addresses. */
+  trustProxy: false | number | string[];
   /** Whether NATS is connected now (queue/connection.ts). */
   brokerConnected: () => boolean;
   logger: Logger;
@@ -64,6 +66,9 @@ export function buildApi(deps: ApiDependencies) {
   const app = Fastify({
     loggerInstance: deps.logger,
     bodyLimit: deps.bodyLimit,
+    // request.ip, which the preview rate limit counts by, is the client's, not an Ingress controller's.
+    // (A hop count as proxy-addr's function: fastify takes a number too, but its types do not.)
+    trustProxy: typeof deps.trustProxy === 'number' ? trustHops(deps.trustProxy) : deps.trustProxy,
     // fastify's default (0) lets a body that trickles in hold a request, and app.close(), forever.
     requestTimeout: deps.requestTimeoutMs,
     http: {
@@ -147,6 +152,12 @@ export function buildApi(deps: ApiDependencies) {
 }
 
 export type ApiApp = ReturnType<typeof buildApi>;
+
+/** Trusts the `hops` proxies nearest the API: the client is the address the farthest of them saw. */
+const trustHops =
+  (hops: number) =>
+  (_address: string, hop: number): boolean =>
+    hop < hops;
 
 /**
  * A reply is going out before the request's body has all arrived (413, a 401 from the key

@@ -96,3 +96,30 @@ describe('the keyless preview and quote', () => {
     expect(body).toMatchObject({ success: false, error: { code: 'rate_limited', details: [{ field: '', rule: 'rate_limit' }] } });
   });
 });
+
+describe('the keyless tools behind a proxy (TRUST_PROXY=1, as deploy/ sets it behind its Ingress)', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startTestStack({ env: { PREVIEW_RATE_LIMIT: '3', TRUST_PROXY: '1' } });
+  });
+  afterAll(async () => stack?.stop());
+
+  const quoteFrom = async (forwardedFor: string) => {
+    const response = await fetch(`${stack.baseUrl}/v1/predictions/quote`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': forwardedFor },
+      body: JSON.stringify({ ...v5, prompt: 'x' }),
+    });
+    return response.status;
+  };
+
+  it('counts the limit per client address the proxy appended, which a client cannot choose', async () => {
+    const first = [];
+    for (let i = 0; i < 4; i++) first.push(await quoteFrom('203.0.113.1'));
+    expect(first).toEqual([200, 200, 200, 429]);
+    // What the client wrote itself comes before what the proxy appended: the proxy's entry counts.
+    expect(await quoteFrom('198.51.100.9, 203.0.113.1')).toBe(429);
+    // Another client behind the same proxy has its own budget.
+    expect(await quoteFrom('203.0.113.2')).toBe(200);
+  });
+});
