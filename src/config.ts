@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { DEFAULT_IMAGE_FETCH_LIMITS } from './image/fetch.ts';
 import { EXECUTION_PROVIDER_VALUES } from './pipeline/providers.ts';
 import type { PostgresLimits } from './store/database.ts';
+import { parseScheduleMs } from './webhooks/retry-policy.ts';
+import { parseSecret } from './webhooks/sign.ts';
 
 const boolean = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
@@ -37,6 +39,17 @@ const trustProxy = z.string().transform((value, context): false | number | strin
   return z.NEVER;
 });
 
+/** A value checked by a parser that throws with its own message (the webhooks' secret and schedule). */
+const parsedBy = <T>(parse: (value: string) => T) =>
+  z.string().transform((value, context): T => {
+    try {
+      return parse(value);
+    } catch (error) {
+      context.addIssue({ code: 'custom', message: (error as Error).message });
+      return z.NEVER;
+    }
+  });
+
 /** Every environment variable the service reads, validated once at start. */
 export const ConfigSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -61,8 +74,12 @@ export const ConfigSchema = z.object({
   /** NATS servers, comma separated; when unset, `start` runs a local nats-server. */
   NATS_URL: z.string().optional(),
   /** Standard Webhooks secret (whsec_…); when unset one is generated and kept in DATA_DIR. */
-  WEBHOOK_SECRET: z.string().optional(),
-  WEBHOOK_RETRY_SCHEDULE_MS: z.string().optional(),
+  WEBHOOK_SECRET: parsedBy((value) => {
+    parseSecret(value);
+    return value;
+  }).optional(),
+  /** Delays between a webhook's attempts, e.g. 5s,30s,2m; unset = the documented schedule (webhooks/retry-policy.ts). */
+  WEBHOOK_RETRY_SCHEDULE_MS: parsedBy(parseScheduleMs).optional(),
   WEBHOOK_TIMEOUT_MS: milliseconds.default(10_000),
   /** Development and tests only: allow http and loopback/private targets for webhooks and fetched images. */
   ALLOW_PRIVATE_URLS: boolean.default(false),

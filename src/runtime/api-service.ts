@@ -19,7 +19,7 @@ import type { Database } from '../store/database.ts';
 import { openDatabaseWaiting } from '../store/open-database.ts';
 import { startKeyPruner } from '../store/idempotency.ts';
 import { startWebhookDispatcher } from '../webhooks/dispatcher.ts';
-import { DEFAULT_WEBHOOK_SCHEDULE_MS, parseScheduleMs } from '../webhooks/retry-policy.ts';
+import { DEFAULT_WEBHOOK_SCHEDULE_MS } from '../webhooks/retry-policy.ts';
 import { resolveWebhookSecret } from './webhook-secret.ts';
 
 export interface ApiService {
@@ -85,7 +85,7 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
       queue,
       logger,
       secret: webhookSecret.secret,
-      scheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS ? parseScheduleMs(config.WEBHOOK_RETRY_SCHEDULE_MS) : DEFAULT_WEBHOOK_SCHEDULE_MS,
+      scheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS ?? DEFAULT_WEBHOOK_SCHEDULE_MS,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       allowPrivateUrls: config.ALLOW_PRIVATE_URLS,
       metrics,
