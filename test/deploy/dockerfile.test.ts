@@ -112,4 +112,18 @@ describe('Dockerfile (API image)', () => {
     const exposed = last('Dockerfile', 'EXPOSE').flatMap((i) => i.args.split(/\s+/).map(Number));
     expect(exposed.sort()).toEqual(container.ports.map((p: { containerPort: number }) => p.containerPort).sort());
   });
+
+  it('builds the worker image (Dockerfile.cuda) the same way: compiled in a build stage, production dependencies only in the image', () => {
+    const file = 'Dockerfile.cuda';
+    const build = instructions(file).filter((i) => i.stage === 0);
+    expect(build.find((i) => i.keyword === 'FROM')!.args).toMatch(/^node:\$\{NODE_VERSION\}-bookworm-slim AS build$/);
+    expect(build.some((i) => i.keyword === 'RUN' && i.args.includes('tsc -p tsconfig.build.json'))).toBe(true);
+    const runs = last(file, 'RUN').map((i) => i.args);
+    const installs = runs.filter((args) => /\bnpm (ci|install|i)\b/.test(args));
+    // One install, without dev dependencies: an `npm install` after it would bring them back.
+    expect(installs).toHaveLength(1);
+    expect(installs[0]).toContain('npm ci --omit=dev');
+    expect(runs.some((args) => args.includes('tsc'))).toBe(false);
+    expect(last(file, 'COPY').map((i) => i.args)).toContain('--from=build /app/dist ./dist');
+  });
 });
