@@ -113,6 +113,11 @@ describe.each(TARGETS)('deploy/%s', (target) => {
     expect(container.livenessProbe.httpGet.path).toBe('/healthz');
     expect(container.startupProbe.httpGet.path).toBe('/healthz');
     for (const probe of [container.readinessProbe, container.livenessProbe, container.startupProbe]) expect(portNumber(container, probe.httpGet.port)).toBe(apiPort);
+    // The API listens only after waiting for PostgreSQL, then for NATS: the kubelet must not
+    // restart it before those waits can end in their own one-line exit.
+    const config = loadConfig(Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === 'string')));
+    const startupWindowS = container.startupProbe.periodSeconds * container.startupProbe.failureThreshold;
+    expect(startupWindowS * 1000).toBeGreaterThan(config.DB_STARTUP_WAIT_MS + config.NATS_STARTUP_WAIT_MS);
     for (const variable of ['DATABASE_URL', 'WEBHOOK_SECRET']) {
       expect(env[variable], variable).toEqual<EnvFromSecret>({ secret: SECRET, key: variable, optional: false });
     }
