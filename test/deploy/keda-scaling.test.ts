@@ -261,7 +261,7 @@ describe('an HPA behavior like deploy/base/worker-scaledobject.yaml (up: 100% or
     ]);
   });
 
-  it('with minReplicaCount 0 (the scale-to-zero overlay): KEDA takes every pod at once, cooldownPeriod after the last active poll', () => {
+  it('with the base behavior, minReplicaCount 0 and cooldown 300 s (the table in docs/scaling.md): KEDA takes every pod at once, cooldownPeriod after the last active poll', () => {
     const autoscaler = new Autoscaler({
       scaledObject: { lagThreshold: 2, minReplicaCount: 0, maxReplicaCount: 8, pollingIntervalMs: 15_000, cooldownPeriodMs: 300_000 },
       hpa: { behavior },
