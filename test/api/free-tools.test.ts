@@ -53,6 +53,9 @@ describe('the keyless preview and quote', () => {
     expect([a.x, a.y, b.x, b.y]).toEqual([0, 0, 100, 20]);
     const v4 = await post('/v1/qr/preview', { workflow: 'generate_qr_art_v4', qrContent: 'tel:+15550100' });
     expect(v4.status).toBe(200);
+    // null is absent (docs/workflows.md), for the text fields the preview does not need too.
+    expect((await post('/v1/qr/preview', { ...v5, prompt: null })).status).toBe(200);
+    expect((await post('/v1/qr/preview', { workflow: 'generate_qr_art_v4', qrContent: 'tel:+15550100', qrText: null })).status).toBe(200);
   });
 
   it('answers a broken layout field with the create rule naming it, and a workflow without a layout with workflow_has_preview', async () => {

@@ -53,7 +53,11 @@ export async function freeToolRoutes(app: FastifyInstance, options: FreeToolsOpt
   app.post('/v1/qr/preview', async (request, reply) => {
     const body = request.body;
     // The layout is what is previewed: the text fields a create requires may still be empty.
-    const withText = body !== null && typeof body === 'object' && !Array.isArray(body) ? { prompt: 'preview', qrText: 'preview', ...body } : body;
+    // (null is absent, as in a create.)
+    const withText =
+      body !== null && typeof body === 'object' && !Array.isArray(body)
+        ? { ...body, prompt: (body as Record<string, unknown>).prompt ?? 'preview', qrText: (body as Record<string, unknown>).qrText ?? 'preview' }
+        : body;
     const { workflow, input, costCents } = parse(withText);
     const plan = controlPlanFor(workflow, input);
     if (plan.kind !== 'content') {
