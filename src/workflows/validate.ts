@@ -19,7 +19,7 @@ import { encodedSize } from '../qr/encode.ts';
 import { DEFAULT_QUIET_ZONE_MODULES, layoutQr, QrLayoutError, type Canvas, type Placement } from '../qr/layout.ts';
 import { dedupe, describeValue, mapIssue, quote, type ValidationIssue } from './issue-messages.ts';
 import { WORKFLOWS, type WorkflowName } from './names.ts';
-import { schemaSetFor } from './schemas.ts';
+import { schemaSetFor, type FieldKind, type SchemaSet } from './schemas.ts';
 import { isAspectRatio, isResolution, outputSize } from './sizes.ts';
 
 /** The zod request schemas (for OpenAPI / JSON Schema generation) are defined in schemas.ts. */
@@ -101,7 +101,9 @@ function parse(body: unknown, options: ValidateOptions): ParseResult {
   }
 
   const result = schema.safeParse(raw);
-  const issues: ValidationIssue[] = result.success ? [] : result.error.issues.map((i) => withOtherVersionHint(mapIssue(i, raw, kinds), source, workflow, fields));
+  const issues: ValidationIssue[] = result.success
+    ? []
+    : result.error.issues.map((i) => withOtherVersionHint(emptyAsRequired(mapIssue(i, raw, kinds), raw, schema, kinds), source, workflow, fields));
   const invalid = new Set(issues.map((i) => i.field));
   issues.push(...unstorableTextIssues(raw, invalid));
   issues.push(...crossFieldIssues(entry, raw, invalid));
@@ -143,6 +145,26 @@ const SAME_ROLE: readonly (readonly string[])[] = [
   ['qrText', 'prompt'],
   ['qrImage', 'qrContent'],
 ];
+
+/** Fields whose value is a string: an empty one is no value. */
+const STRING_KINDS: ReadonlySet<FieldKind> = new Set(['string', 'text', 'url', 'enum']);
+
+/**
+ * An empty string in a string field the workflow requires is `required` (workflows.md), whatever
+ * other rule it breaks: `qrImage: ""` is missing, not a malformed URL; `type: ""` not a wrong enum
+ * value. (In a number field it stays a wrong type.)
+ */
+function emptyAsRequired(
+  issue: ValidationIssue,
+  raw: Record<string, unknown>,
+  schema: SchemaSet['schemas'][WorkflowName],
+  kinds: Readonly<Record<string, FieldKind>>,
+): ValidationIssue {
+  const kind = kinds[issue.field];
+  if (raw[issue.field] !== '' || kind === undefined || !STRING_KINDS.has(kind)) return issue;
+  if (schema.shape[issue.field]?.safeParse(undefined).success !== false) return issue;
+  return { field: issue.field, rule: 'required', message: `${issue.field} must not be empty` };
+}
 
 /** A `required` issue whose field the body sends under another version's name says so. */
 function withOtherVersionHint(issue: ValidationIssue, source: Record<string, unknown>, workflow: string, fields: readonly string[]): ValidationIssue {

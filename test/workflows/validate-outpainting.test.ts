@@ -79,7 +79,10 @@ describe('outpainting', () => {
   it('accepts both types and prices them', () => {
     expect(expectOk(parse(withField(OP, 'type', 'one_shot'))).costCents).toBe(200);
     expect(expectOk(parse(withField(OP, 'type', 'multi_shots'))).costCents).toBe(400);
-    for (const bad of ['multi_shot', 'one-shot', 'ONE_SHOT', '']) expectIssue(parse(withField(OP, 'type', bad)), 'type', 'enum');
+    for (const bad of ['multi_shot', 'one-shot', 'ONE_SHOT']) expectIssue(parse(withField(OP, 'type', bad)), 'type', 'enum');
+    // An empty string in a required field is missing (workflows.md, rule required), for the image too.
+    expect(expectIssue(parse(withField(OP, 'type', '')), 'type', 'required').message).toBe('type must not be empty');
+    expectIssue(parse(withField(OP, 'image', '')), 'image', 'required');
     expectIssue(parse(withField(OP, 'type', 1)), 'type', 'type');
   });
 

@@ -71,6 +71,7 @@ describe('QR Art v1 to v3b (client QR image)', () => {
     const exact = prefix + 'a'.repeat(2048 - prefix.length);
     expect(expectOk(parse(withField(wf, 'qrImage', exact))).input.qrImage).toBe(exact);
     expectIssue(parse(withField(wf, 'qrImage', exact + 'a')), 'qrImage', 'max');
+    expect(expectIssue(parse(withField(wf, 'qrImage', '')), 'qrImage', 'required').message).toBe('qrImage must not be empty');
   });
 
   it('refuses a qrImage on a literal loopback or private host at once, unless allowPrivateUrls', () => {
