@@ -297,9 +297,13 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           operationId: 'getFile',
           summary: 'An output image (no key needed; the name is unguessable)',
           security: [],
-          parameters: [{ name: 'name', in: 'path', required: true, description: 'the last part of an `output.images` URL', schema: { type: 'string' } }],
+          parameters: [
+            { name: 'name', in: 'path', required: true, description: 'the last part of an `output.images` URL', schema: { type: 'string' } },
+            { name: 'if-none-match', in: 'header', required: false, description: 'the etag of a copy already held: answered 304', schema: { type: 'string' } },
+          ],
           responses: {
             '200': { description: 'image', content: { 'image/png': { schema: { type: 'string', contentMediaType: 'image/png' } } } },
+            '304': { description: 'not modified: If-None-Match named the file\'s etag (files never change)' },
             ...errors([404, 503]),
           },
         },

@@ -64,6 +64,14 @@ describe('the responses the service really sends, against the /openapi.json it s
     expect(Object.keys(done.body.data.output).filter((field) => !(field in outputFields))).toEqual([]);
     expect(done.body.data.output.scanRobustness).toHaveLength(done.body.data.output.images.length);
 
+    // An image, then the same image asked again with its etag: both statuses are the operation's.
+    const image = await fetch(done.body.data.output.images[0] as string);
+    expect(image.status).toBe(200);
+    expect(doc.paths['/v1/files/{name}'].get.responses['200'].content['image/png']).toBeDefined();
+    const again = await fetch(done.body.data.output.images[0] as string, { headers: { 'if-none-match': image.headers.get('etag')! } });
+    expect(again.status).toBe(304);
+    expect(doc.paths['/v1/files/{name}'].get.responses['304']).toBeDefined();
+
     const list = await stack.call('GET', '/v1/predictions', { key: KEY });
     expect(list.status).toBe(200);
     expectDocumented('get', '/v1/predictions', list);
