@@ -265,7 +265,7 @@ describe('creating predictions', () => {
       expectErrorBody(response.body, 'method_not_allowed');
     });
 
-    it('answers 405 without a body, 400 to malformed JSON, 415 to text/plain, 400 to an invalid outpainting body', async () => {
+    it('answers 405 without a body, 400 to malformed JSON, 415 to text/plain or no Content-Type, 400 to an invalid outpainting body', async () => {
       const none = await rawCall(stack.baseUrl, 'GET', '/v1/predictions/queue', { headers: { 'x-api-key': ALICE } });
       expect(none.status).toBe(405);
       expect(none.headers.allow).toBe('GET, HEAD, POST');
@@ -278,6 +278,12 @@ describe('creating predictions', () => {
       const textPlain = await getWithBody(ALICE, JSON.stringify(minimalBody('outpainting')), 'text/plain');
       expect(textPlain.status).toBe(415);
       expectErrorBody(textPlain.body, 'unsupported_media_type');
+      // As on POST: a body without Content-Type is not taken for JSON (and is not charged).
+      const before = await totalDocs(ALICE);
+      const untyped = await rawCall(stack.baseUrl, 'GET', '/v1/predictions/queue', { headers: { 'x-api-key': ALICE }, body: JSON.stringify(minimalBody('outpainting')) });
+      expect(untyped.status).toBe(415);
+      expectErrorBody(untyped.body, 'unsupported_media_type');
+      expect(await totalDocs(ALICE)).toBe(before);
 
       const { image: _image, ...withoutImage } = minimalBody('outpainting');
       expectInvalid(await getWithBody(ALICE, JSON.stringify(withoutImage)), 'image', 'required');
