@@ -151,8 +151,17 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
         return;
       }
       if (error instanceof JobInputError) {
-        await announce().catch(() => ((executing = undefined), announce()));
-        await publishEvent({ predictionId: job.id, status: 'failed', at: new Date().toISOString(), startedAt, workerId, error: { code: error.code, message: error.message } });
+        try {
+          await announce().catch(() => ((executing = undefined), announce()));
+          await publishEvent({ predictionId: job.id, status: 'failed', at: new Date().toISOString(), startedAt, workerId, error: { code: error.code, message: error.message } });
+        } catch (publishError) {
+          // NATS is away: the failure cannot be told now. Hand the job back like any transient
+          // failure; its next run fails the same way and tells it.
+          metrics?.jobFinished(job.workflow, 'handed_back');
+          log.error({ err: publishError, jobError: error }, 'job failed on its input, but the failure was not published; handing it back');
+          msg.nak(TRANSIENT_RETRY_MS);
+          return;
+        }
         finished('failed');
         msg.ack();
         log.warn({ err: error }, 'job failed on its input');
@@ -223,7 +232,8 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
 
   return {
     workerId,
-    ready: () => pulling && !fatalError && !queue.nc.isClosed(),
+    // Connected now, not merely not closed: the connection reconnects forever, so it never closes while running.
+    ready: () => pulling && !fatalError && queue.connected(),
     inHand: () => held.size,
     fatal,
     async stop() {
