@@ -39,7 +39,9 @@ export function startMaxDeliveryHandler(deps: {
         return;
       }
       const seq = advisory.data.stream_seq;
-      const stored = await deps.queue.jsm.streams.getMessage(STREAMS.jobs, { seq }).catch(() => null);
+      // null: no such message (already removed). An error (a JetStream API timeout) is thrown:
+      // the advisory is delivered again, so the prediction is still failed and refunded.
+      const stored = await deps.queue.jsm.streams.getMessage(STREAMS.jobs, { seq });
       const job = stored ? JobMessage.safeParse(safeJson(stored)) : null;
       if (job?.success) {
         const change = await applyTransition(

@@ -222,4 +222,37 @@ describe('a job that no worker finishes', () => {
     await waitFor(async () => ((await rogue.jsm.streams.info(STREAMS.jobs)).state.messages === 0 ? true : undefined), 10_000);
     expect(await consumer.next({ expires: 1500 })).toBeNull();
   });
+
+  it('still fails and refunds it when reading the job back fails once (a JetStream API timeout): the advisory is retried', async () => {
+    const before = await balanceOf(stack.api.db, 'wes');
+    // Fault injection: the API's first read of a job from the stream times out.
+    const streams = stack.api.queue.jsm.streams;
+    const getMessage = streams.getMessage.bind(streams);
+    let failures = 0;
+    streams.getMessage = async (...args: Parameters<typeof getMessage>) => {
+      if (failures++ === 0) throw new Error('TIMEOUT (injected)');
+      return getMessage(...args);
+    };
+    try {
+      const created = await stack.call('POST', '/v1/predictions/queue', {
+        key: KEY,
+        body: { workflow: 'generate_qr_art_v4', qrText: 'a desert', qrContent: 'https://example.com/gave-up-2' },
+      });
+      const id = created.body.data.id as string;
+      const consumer = await rogue.js.consumers.get(STREAMS.jobs, CONSUMERS.workers);
+      for (let deliveries = 0, pulls = 0; deliveries < 2 && pulls < 10; pulls++) if (await consumer.next({ expires: 3000 })) deliveries++;
+      // The server announces MaxDeliver when a pull asks for the job a third time.
+      expect(await consumer.next({ expires: 2500 })).toBeNull();
+
+      const failed = await waitFor(async () => {
+        const got = await stack.call('GET', `/v1/predictions/${id}`, { key: KEY });
+        return got.body.data.status === 'failed' ? got.body.data : undefined;
+      }, 20_000);
+      expect(failed).toMatchObject({ refunded: true, error: { code: 'worker_gave_up' } });
+      expect(failures).toBeGreaterThanOrEqual(2);
+      expect(await balanceOf(stack.api.db, 'wes')).toBe(before);
+    } finally {
+      streams.getMessage = getMessage;
+    }
+  });
 });
