@@ -5,6 +5,7 @@
  */
 import { catalogue } from '../workflows/catalogue.ts';
 import { isWorkflowName } from '../workflows/names.ts';
+import { requestSchemas } from '../workflows/schemas.ts';
 import type { ValidationIssue } from '../workflows/validate.ts';
 
 export interface BodyFlag {
@@ -52,6 +53,16 @@ export function forWorkflow(flags: readonly BodyFlag[], workflow: string): reado
 
 /** The parseArgs option name of a flag ('--qr-ratio' → 'qr-ratio'). */
 export const optionName = (flag: BodyFlag): string => flag.flag.replace(/^--/, '');
+
+/**
+ * The flags given that `workflow` does not take, one line each: refused, not silently dropped
+ * (the server drops fields a workflow does not read). A workflow this build does not know: none.
+ */
+export function flagsNotTaken(flags: readonly BodyFlag[], values: Readonly<Record<string, unknown>>, workflow: string): string[] {
+  if (!isWorkflowName(workflow)) return [];
+  const accepted = new Set(Object.keys(requestSchemas[workflow].shape));
+  return flags.filter((f) => values[optionName(f)] !== undefined && !accepted.has(f.field)).map((f) => `${f.flag}: ${workflow} does not take ${f.field}`);
+}
 
 /** The body fields of the flags that were given. */
 export function bodyFromFlags(flags: readonly BodyFlag[], values: Readonly<Record<string, unknown>>): Record<string, unknown> {

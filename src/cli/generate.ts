@@ -15,10 +15,9 @@ import { DiffusionRunner } from '../worker/diffusion-runner.ts';
 import { DEFAULT_MANIFEST_PATH, InferenceClient } from '../worker/inference-client.ts';
 import { JobInputError } from '../worker/runner.ts';
 import { catalogue, ENHANCE_VALUES, isWorkflowName, QR_CODE_PATTERNS, QR_REPAIR_MODES, V5_MODELS } from '../workflows/catalogue.ts';
-import { requestSchemas } from '../workflows/schemas.ts';
 import { ASPECT_RATIOS, RESOLUTIONS } from '../workflows/sizes.ts';
 import { parseCreateBody } from '../workflows/validate.ts';
-import { bodyFromFlags, flagMessages, forWorkflow, GENERATION_FLAGS, optionName } from './body-flags.ts';
+import { bodyFromFlags, flagMessages, flagsNotTaken, forWorkflow, GENERATION_FLAGS, optionName } from './body-flags.ts';
 import { scanSummary } from './scan-summary.ts';
 
 /** The configuration keys generate reads (a subset of Config; all optional). */
@@ -46,7 +45,7 @@ Body flags are checked by the API's rules for the workflow.
   --qr-image URL         qrImage: a QR code image to use (v1-v3b)
   --negative-prompt TEXT
   --seed N               random when absent (printed)
-  --steps N              steps (qrSteps for v1-v4)
+  --steps N              steps (qrSteps for v1-v3b and v4s-v4dream; v4 takes none)
   --cfg N                guidance (v5)
   --qr-strength N        ControlNet strength
   --model NAME           ${V5_MODELS.join(' ')}
@@ -121,12 +120,7 @@ export async function generateCommand(argv: string[], config: GenerateConfig = {
 
   // Body flags: those the workflow does not take are refused, not silently dropped.
   const flags = forWorkflow(GENERATION_FLAGS, workflow);
-  if (isWorkflowName(workflow)) {
-    const accepted = new Set(Object.keys(requestSchemas[workflow].shape));
-    for (const f of flags) {
-      if (values[optionName(f)] !== undefined && !accepted.has(f.field)) problems.push(`${f.flag}: ${workflow} does not take ${f.field}`);
-    }
-  }
+  problems.push(...flagsNotTaken(flags, values, workflow));
   if (problems.length > 0) return fail(problems);
   const allowPrivateUrls = config.ALLOW_PRIVATE_URLS ?? false;
   const parsed = parseCreateBody({ workflow, ...bodyFromFlags(flags, values) }, { allowPrivateUrls });

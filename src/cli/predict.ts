@@ -5,12 +5,12 @@
  * refusals come back naming the flag the user typed.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { access, constants, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { QrArtApiError, QrArtClient, QrArtConnectionError, type CreateBody, type PredictionRecord } from '../client/index.ts';
-import { bodyFromFlags, flagMessages, forWorkflow, GENERATION_FLAGS, optionName, type BodyFlag } from './body-flags.ts';
+import { bodyFromFlags, flagMessages, flagsNotTaken, forWorkflow, GENERATION_FLAGS, optionName, type BodyFlag } from './body-flags.ts';
 import { scanSummary } from './scan-summary.ts';
 
 export const DEFAULT_URL = 'http://localhost:8080';
@@ -31,7 +31,7 @@ each scans. The server checks the body (docs/workflows.md has every field, range
   --qr-image URL         qrImage: a QR code image (v1-v3b)
   --negative-prompt TEXT
   --seed N               random when absent (the record's input says which)
-  --steps N              steps (qrSteps for v1-v4s)
+  --steps N              steps (qrSteps for v1-v3b and v4s-v4dream; v4 takes none)
   --cfg N  --qr-strength N  --model NAME  --batch-size N  --aspect-ratio R  --resolution R
   --qr-x N  --qr-y N  --qr-ratio N  --pattern NAME  --preset NAME  --enhance face  --qr-repair MODE
   --webhook URL          called on each status change (verify with the client's verifyWebhook)
@@ -108,13 +108,21 @@ export async function predictCommand(argv: string[], env: PredictEnv = {}, stdin
   const workflow = (values.workflow as string | undefined) ?? base.workflow;
   if (typeof workflow !== 'string' || workflow === '') return usageError(['--workflow is required (or a "workflow" field in --body)', 'see qr-art predict --help']);
   const flags = flagsFor(workflow);
+  // A flag the workflow does not take would be dropped by the server, and the prediction charged without it.
+  const notTaken = flagsNotTaken(flags, values, workflow);
+  if (notTaken.length > 0) return usageError([...notTaken, 'see qr-art predict --help']);
   const body = { ...base, ...bodyFromFlags(flags, values), workflow } as unknown as CreateBody;
 
   // An empty variable counts as unset (`QR_ART_URL= qr-art predict ...`).
   const baseUrl = (values.url as string | undefined) ?? (env.QR_ART_URL || DEFAULT_URL);
   const apiKey = (values.key as string | undefined) ?? (env.QR_ART_API_KEY || undefined);
   if (!apiKey) return usageError(['no API key: set QR_ART_API_KEY or pass --key']);
-  if (!URL.canParse(baseUrl)) return usageError([`--url: '${baseUrl}' is not a URL`]);
+  if (!isHttpUrl(baseUrl)) return usageError([`--url: '${baseUrl}' is not an http(s) URL (e.g. ${DEFAULT_URL})`]);
+  // Where --wait writes, checked before anything is charged.
+  if (values.wait) {
+    const problem = await outDirProblem(String(values.out));
+    if (problem) return usageError([`--out: ${problem}`]);
+  }
 
   const client = new QrArtClient({ baseUrl, apiKey });
   try {
@@ -141,6 +149,19 @@ export async function predictCommand(argv: string[], env: PredictEnv = {}, stdin
       return 1;
     }
     throw error;
+  }
+}
+
+const isHttpUrl = (text: string): boolean => URL.canParse(text) && ['http:', 'https:'].includes(new URL(text).protocol);
+
+/** Why the images cannot be written into `dir` (made when missing), or null. */
+async function outDirProblem(dir: string): Promise<string | null> {
+  try {
+    await mkdir(dir, { recursive: true });
+    await access(dir, constants.W_OK);
+    return null;
+  } catch (error) {
+    return `cannot write into ${dir}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`;
   }
 }
 
@@ -175,12 +196,19 @@ async function finish(client: QrArtClient, record: PredictionRecord, out: string
     return 1;
   }
   const urls = typeof record.output === 'object' ? record.output.images : [];
-  await mkdir(out, { recursive: true });
   const robustness = typeof record.output === 'object' ? (record.output.scanRobustness ?? []) : [];
   const files: { path: string; url: string; isScannable: boolean | null; scanRobustness: number | null }[] = [];
   for (const [i, url] of urls.entries()) {
     const file = path.join(out, `${record.id}-${i}${path.extname(new URL(url).pathname) || '.png'}`);
-    await writeFile(file, await client.download(url));
+    const data = await client.download(url);
+    try {
+      await writeFile(file, data);
+    } catch (error) {
+      // The prediction is made and paid for: say where its images still are.
+      console.error(`cannot write ${file}: ${(error as Error).message}; the images stay at:`);
+      for (const each of urls) console.error(`  ${each}`);
+      return 1;
+    }
     files.push({ path: file, url, isScannable: record.isScanables[i] ?? null, scanRobustness: robustness[i] ?? null });
   }
   if (json) console.log(JSON.stringify({ record, files }));

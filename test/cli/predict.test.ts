@@ -152,7 +152,25 @@ describe('qr-art predict', () => {
     const down = await run([...SMALL, '--prompt', 'x', '--url', 'http://127.0.0.1:1'], { env });
     expect(down.code).toBe(1);
     expect(down.err).toMatch(/cannot reach http:\/\/127\.0\.0\.1:1/);
-  });
+  }, 60_000);
+
+  it('refuses, before creating anything, a flag the workflow does not take, a --url without http(s), an --out it cannot write into (exit 2)', async () => {
+    // Each refused before anything is created, so nothing is charged.
+    const total = async () => (await stack.call('GET', '/v1/predictions', { key: KEY })).body.data.totalDocs as number;
+    const before = await total();
+    const notTaken = await run(['--workflow', 'generate_qr_art_v4', '--prompt', 'a harbour', '--qr-content', 'hello', '--steps', '30', '--cfg', '3'], { env });
+    expect(notTaken.code).toBe(2);
+    expect(notTaken.err).toContain('--steps: generate_qr_art_v4 does not take qrSteps');
+    expect(notTaken.err).toContain('--cfg: generate_qr_art_v4 does not take cfg');
+    const noScheme = await run([...SMALL, '--prompt', 'x', '--url', 'localhost:8080'], { env });
+    expect(noScheme.code).toBe(2);
+    expect(noScheme.err).toContain("--url: 'localhost:8080' is not an http(s) URL");
+    await writeFile(path.join(dir, 'a-file'), '');
+    const outIsFile = await run([...SMALL, '--prompt', 'x', '--wait', '--out', path.join(dir, 'a-file')], { env });
+    expect(outIsFile.code).toBe(2);
+    expect(outIsFile.err).toMatch(/^--out: cannot write into .*a-file: EEXIST$/m);
+    expect(await total()).toBe(before);
+  }, 60_000);
 
   it.each(WORKFLOWS)('%s: every body field has a flag', (workflow) => {
     const flagged = new Set(flagsFor(workflow).map((f) => f.field));
