@@ -23,11 +23,18 @@ function parseCredits(value: string | undefined): number {
   return Math.round(Number(value) * 100);
 }
 
+const ACTIONS: readonly string[] = ['create', 'credit', 'list', 'revoke'];
+
 export async function keysCommand(argv: string[], config: Config): Promise<number> {
   const [action, ...rest] = argv;
-  if (!action || action === '--help' || action === 'help') {
+  if (!action || action === '--help' || action === '-h' || action === 'help') {
     console.log(USAGE);
     return action ? 0 : 1;
+  }
+  // Before the database is opened: a typo must not wait for (or create) the embedded one.
+  if (!ACTIONS.includes(action)) {
+    console.error(`unknown action '${action}'\n\n${USAGE}`);
+    return 1;
   }
   const { values } = parseArgs({
     args: rest,
@@ -82,8 +89,7 @@ export async function keysCommand(argv: string[], config: Config): Promise<numbe
         return 0;
       }
       default:
-        console.error(`unknown action '${action}'\n\n${USAGE}`);
-        return 1;
+        throw new Error(`unhandled action '${action}'`);
     }
   } catch (error) {
     if (error instanceof AccountError) {

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -72,4 +72,18 @@ describe('qr-art keys', () => {
     expect(weak.stderr).toContain('--key: the key has 9 characters; use at least 24');
     expect(JSON.parse((await keys('list', '--json')).stdout).map((account: { userId: string }) => account.userId)).not.toContain('dora');
   }, 60_000);
+
+  it('answers -h with the usage, and an unknown action without opening (or creating) the database', async () => {
+    const empty = await mkdtemp(path.join(tmpdir(), 'qrart-keys-empty-'));
+    try {
+      const local = { ...env, DATA_DIR: empty, DATABASE_URL: '' };
+      const help = await run(process.execPath, [bin, 'keys', '-h'], { env: local });
+      expect(help.stdout).toContain('qr-art keys <action>');
+      const typo = await run(process.execPath, [bin, 'keys', 'lsit'], { env: local }).catch((error: { code: number; stderr: string }) => error);
+      expect(typo).toMatchObject({ code: 1, stderr: expect.stringContaining("unknown action 'lsit'") });
+      expect(await readdir(empty)).toEqual([]);
+    } finally {
+      await rm(empty, { recursive: true, force: true });
+    }
+  });
 });
