@@ -56,7 +56,7 @@ export async function qrCommand(argv: string[]): Promise<number> {
       model: { type: 'string' },
       out: { type: 'string', default: 'qr.png' },
       json: { type: 'boolean', default: false },
-      help: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
   });
@@ -73,7 +73,12 @@ export async function qrCommand(argv: string[]): Promise<number> {
   const plan = controlPlanFor(parsed.value.workflow, parsed.value.input);
   if (plan.kind !== 'content') throw new Error('a v5 body always has a content plan');
   const control = renderControlImage(plan);
-  await writeFile(values.out, await encodePng(control.image));
+  try {
+    await writeFile(values.out, await encodePng(control.image));
+  } catch (error) {
+    console.error(`--out: cannot write ${values.out}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    return 2;
+  }
   const verdict = await scanCheck(control.image, plan.content, { codeSide: control.layout.codePixels });
   const summary = {
     out: values.out,

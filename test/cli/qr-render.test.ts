@@ -48,4 +48,14 @@ describe('qr-art qr render', () => {
     expect(result.code).toBe(2);
     expect(result.err).toContain('--content');
   });
+
+  it('answers -h with the usage, and an --out it cannot write with one line naming it (exit 2)', async () => {
+    const help = await run(['-h']);
+    expect(help.code).toBe(0);
+    expect(help.out).toContain('--content TEXT');
+    const missingDir = path.join(dir, 'no-such-dir', 'x.png');
+    const result = await run(['--content', 'hello', '--out', missingDir]);
+    expect(result.code).toBe(2);
+    expect(result.err.trim()).toBe(`--out: cannot write ${missingDir}: ENOENT`);
+  });
 });
