@@ -188,6 +188,12 @@ describe('a job that no worker finishes', () => {
     await rogue?.close();
     await stack?.stop();
   });
+  /** The prediction once the MaxDeliver handler has failed it. */
+  const failedRecord = (id: string) =>
+    waitFor(async () => {
+      const got = await stack.call('GET', `/v1/predictions/${id}`, { key: KEY });
+      return got.body.data.status === 'failed' ? got.body.data : undefined;
+    }, 20_000);
 
   it('fails with worker_gave_up and a refund after MaxDeliver deliveries, and leaves the job stream', async () => {
     const before = await balanceOf(stack.api.db, 'wes');
@@ -211,10 +217,7 @@ describe('a job that no worker finishes', () => {
     // A worker keeps pulling; the server does not hand the job out a third time.
     expect(await consumer.next({ expires: 2500 })).toBeNull();
 
-    const failed = await waitFor(async () => {
-      const got = await stack.call('GET', `/v1/predictions/${id}`, { key: KEY });
-      return got.body.data.status === 'failed' ? got.body.data : undefined;
-    }, 20_000);
+    const failed = await failedRecord(id);
     expect(failed).toMatchObject({ refunded: true, error: { code: 'worker_gave_up' } });
     expect(typeof failed.error.message).toBe('string');
     expect(await balanceOf(stack.api.db, 'wes')).toBe(before);
@@ -244,10 +247,7 @@ describe('a job that no worker finishes', () => {
       // The server announces MaxDeliver when a pull asks for the job a third time.
       expect(await consumer.next({ expires: 2500 })).toBeNull();
 
-      const failed = await waitFor(async () => {
-        const got = await stack.call('GET', `/v1/predictions/${id}`, { key: KEY });
-        return got.body.data.status === 'failed' ? got.body.data : undefined;
-      }, 20_000);
+      const failed = await failedRecord(id);
       expect(failed).toMatchObject({ refunded: true, error: { code: 'worker_gave_up' } });
       expect(failures).toBeGreaterThanOrEqual(2);
       expect(await balanceOf(stack.api.db, 'wes')).toBe(before);
