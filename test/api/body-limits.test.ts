@@ -1,5 +1,6 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseResponse } from '../helpers/raw-http.ts';
 import { startTestStack, type TestStack } from '../helpers/service.ts';
 
 // Oversized and slow request bodies over a real socket: what a client that keeps sending,
@@ -23,21 +24,6 @@ interface Exchange {
   /** The socket, still open when the server kept the connection (destroy it when done). */
   closed: boolean;
   socket: ReturnType<typeof connect>;
-}
-
-/** Parses one HTTP response (content-length framed) from the front of `bytes`, or null while incomplete. */
-function parseResponse(bytes: Buffer): { status: number; headers: Record<string, string>; text: string; length: number } | null {
-  const end = bytes.indexOf('\r\n\r\n');
-  if (end < 0) return null;
-  const [statusLine, ...lines] = bytes.subarray(0, end).toString('latin1').split('\r\n');
-  const headers: Record<string, string> = {};
-  for (const line of lines) {
-    const colon = line.indexOf(':');
-    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  const length = Number(headers['content-length'] ?? 0);
-  if (bytes.length < end + 4 + length) return null;
-  return { status: Number(statusLine!.split(' ')[1]), headers, text: bytes.subarray(end + 4, end + 4 + length).toString('utf8'), length: end + 4 + length };
 }
 
 /**

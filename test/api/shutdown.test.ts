@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseResponse } from '../helpers/raw-http.ts';
 import { startTestStack, type TestStack } from '../helpers/service.ts';
 
 // The API stopping (SIGTERM in a rolling deploy) over real sockets: what clients in the middle
@@ -9,27 +10,13 @@ const KEY = 'key-shutdown-0123456789abcdef01234';
 /** Longer than the 5 s the stop used to give requests in flight, well inside REQUEST_TIMEOUT_MS (30 s). */
 const BODY_GAP_MS = 6500;
 
-interface RawResponse {
-  status: number;
-  headers: Record<string, string>;
-  body: any;
-}
-
-/** Every HTTP response (content-length framed) in what a socket received. */
-function parseResponses(bytes: Buffer): RawResponse[] {
-  const responses: RawResponse[] = [];
-  let rest = bytes;
-  for (;;) {
-    const end = rest.indexOf('\r\n\r\n');
-    if (end < 0) return responses;
-    const [statusLine, ...lines] = rest.subarray(0, end).toString('latin1').split('\r\n');
-    const headers: Record<string, string> = {};
-    for (const line of lines) headers[line.slice(0, line.indexOf(':')).trim().toLowerCase()] = line.slice(line.indexOf(':') + 1).trim();
-    const length = Number(headers['content-length'] ?? 0);
-    if (rest.length < end + 4 + length) return responses;
-    responses.push({ status: Number(statusLine!.split(' ')[1]), headers, body: JSON.parse(rest.subarray(end + 4, end + 4 + length).toString('utf8')) });
-    rest = rest.subarray(end + 4 + length);
+/** Every JSON response, one after another, in what a socket received. */
+function parseResponses(bytes: Buffer): { status: number; headers: Record<string, string>; body: any }[] {
+  const responses = [];
+  for (let rest = bytes, next = parseResponse(rest); next; rest = rest.subarray(next.length), next = parseResponse(rest)) {
+    responses.push({ status: next.status, headers: next.headers, body: JSON.parse(next.text) });
   }
+  return responses;
 }
 
 function open(baseUrl: string): { socket: Socket; received: () => Buffer; closed: Promise<number> } {

@@ -46,3 +46,28 @@ export function rawCall(
     }
   });
 }
+
+/** One HTTP response (content-length framed) read off a socket by hand. */
+export interface SocketResponse {
+  status: number;
+  /** Lower-cased names. */
+  headers: Record<string, string>;
+  text: string;
+  /** Bytes it took: the next response starts there. */
+  length: number;
+}
+
+/** Parses one HTTP response from the front of `bytes`, or null while it is incomplete. */
+export function parseResponse(bytes: Buffer): SocketResponse | null {
+  const end = bytes.indexOf('\r\n\r\n');
+  if (end < 0) return null;
+  const [statusLine, ...lines] = bytes.subarray(0, end).toString('latin1').split('\r\n');
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  const length = Number(headers['content-length'] ?? 0);
+  if (bytes.length < end + 4 + length) return null;
+  return { status: Number(statusLine!.split(' ')[1]), headers, text: bytes.subarray(end + 4, end + 4 + length).toString('utf8'), length: end + 4 + length };
+}
