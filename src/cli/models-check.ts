@@ -159,7 +159,7 @@ tiny step through each role, and prints per graph the export-matrix row it match
 /** The `check` subcommand: exit 0 when every graph loads and runs, 1 when refused, 2 on bad flags. */
 export async function modelsCheckCommand(argv: string[]): Promise<number> {
   const { parseArgs } = await import('node:util');
-  const { values } = parseArgs({ args: argv, options: { manifest: { type: 'string' }, provider: { type: 'string', default: 'cpu' }, help: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({ args: argv, options: { manifest: { type: 'string' }, provider: { type: 'string', default: 'cpu' }, help: { type: 'boolean', short: 'h', default: false } } });
   if (values.help) {
     console.log(CHECK_USAGE);
     return 0;

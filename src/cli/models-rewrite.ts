@@ -39,7 +39,7 @@ export async function rewriteCommand(action: 'scale-controlnet' | 'vae-mean', ar
       out: { type: 'string' },
       names: { type: 'string' },
       'external-data': { type: 'string', default: 'auto' },
-      help: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) {

@@ -51,7 +51,7 @@ export async function modelsCommand(argv: string[]): Promise<number> {
   if (action === 'scale-controlnet' || action === 'vae-mean') return rewriteCommand(action, rest);
   if (action !== 'fuse') {
     console.log(`${USAGE}\n\n${REWRITE_USAGE}`);
-    return action === '--help' || action === 'help' ? 0 : 1;
+    return action === '--help' || action === '-h' || action === 'help' ? 0 : 1;
   }
   const { values } = parseArgs({
     args: rest,
@@ -67,7 +67,7 @@ export async function modelsCommand(argv: string[]): Promise<number> {
       'external-data': { type: 'string', default: 'auto' },
       guidance: { type: 'string', default: 'fold' },
       'no-check': { type: 'boolean', default: false },
-      help: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) {

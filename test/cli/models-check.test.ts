@@ -2,7 +2,7 @@
  * `qr-art models check` through the real CLI entry (bin/qr-art.js): on the shipped demo manifest
  * every graph loads, runs a step and names its export-matrix row; on a manifest the worker refuses
  * (optimum's UNet, which has no ControlNet inputs) it prints the start-up error with the fix and
- * exits 1.
+ * exits 1. Every models subcommand answers -h with its usage.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp } from 'node:fs/promises';
@@ -17,8 +17,12 @@ const BIN = fileURLToPath(new URL('../../bin/qr-art.js', import.meta.url));
 const MANIFEST = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
 
 async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return models('check', ...args);
+}
+
+async function models(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, 'models', 'check', ...args], { env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, 'models', ...args], { env: { ...process.env, NODE_NO_WARNINGS: '1' } });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -49,5 +53,14 @@ describe('qr-art models check', () => {
   it('asks for --manifest and a known provider (exit 2)', async () => {
     expect((await cli()).code).toBe(2);
     expect((await cli('--manifest', MANIFEST, '--provider', 'tpu')).code).toBe(2);
+  });
+});
+
+describe('qr-art models -h', () => {
+  it.each([['check'], ['fuse'], ['scale-controlnet'], ['vae-mean'], []])('models %s -h prints its usage and exits 0', async (...sub) => {
+    const { code, stdout, stderr } = await models(...(sub as string[]), '-h');
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^qr-art models /m);
   });
 });
