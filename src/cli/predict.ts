@@ -10,6 +10,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { QrArtApiError, QrArtClient, QrArtConnectionError, type CreateBody, type PredictionRecord } from '../client/index.ts';
+import { headerValueProblem } from '../client/http.ts';
 import { bodyFromFlags, flagMessages, flagsNotTaken, forWorkflow, GENERATION_FLAGS, optionName, type BodyFlag } from './body-flags.ts';
 import { scanSummary } from './scan-summary.ts';
 
@@ -117,6 +118,8 @@ export async function predictCommand(argv: string[], env: PredictEnv = {}, stdin
   const baseUrl = (values.url as string | undefined) ?? (env.QR_ART_URL || DEFAULT_URL);
   const apiKey = (values.key as string | undefined) ?? (env.QR_ART_API_KEY || undefined);
   if (!apiKey) return usageError(['no API key: set QR_ART_API_KEY or pass --key']);
+  const keyProblem = headerValueProblem(apiKey);
+  if (keyProblem) return usageError([`the API key (--key or QR_ART_API_KEY) ${keyProblem}`]);
   if (!isHttpUrl(baseUrl)) return usageError([`--url: '${baseUrl}' is not an http(s) URL (e.g. ${DEFAULT_URL})`]);
   // Where --wait writes, checked before anything is charged.
   if (values.wait) {

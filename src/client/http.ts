@@ -67,6 +67,19 @@ interface RequestSpec<S extends z.ZodType> extends CallOptions {
 
 const CONNECTION_BACKOFF_MS = 500;
 
+/**
+ * Why fetch would refuse value as a header value, or null when it takes it. Fetch trims the
+ * surrounding whitespace (a key read from a file keeps its newline) and then refuses NUL, CR, LF
+ * and characters beyond Latin-1. Checked before sending: fetch's own TypeError would otherwise
+ * read as a connection failure and be retried.
+ */
+export function headerValueProblem(value: string): string | null {
+  const trimmed = value.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
+  if (/[\0\r\n]/.test(trimmed)) return 'holds a line break or NUL inside it, which no HTTP header can carry';
+  if (/[^\0-\xff]/.test(trimmed)) return 'holds a character beyond Latin-1, which no HTTP header can carry';
+  return null;
+}
+
 /** Sleeps ms, or rejects with the signal's reason as soon as it aborts. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -100,6 +113,8 @@ export class Transport {
 
   constructor(options: QrArtClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    const keyProblem = options.apiKey === undefined ? null : headerValueProblem(options.apiKey);
+    if (keyProblem) throw new TypeError(`apiKey ${keyProblem}`);
     this.apiKey = options.apiKey;
     // Bound to globalThis: some runtimes refuse a fetch called with another `this`.
     this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
@@ -118,6 +133,10 @@ export class Transport {
    * create and charge a second prediction. The error then carries retryAfter for the caller.
    */
   async request<S extends z.ZodType>(spec: RequestSpec<S>): Promise<z.infer<S>> {
+    for (const [name, value] of Object.entries(spec.headers ?? {})) {
+      const problem = headerValueProblem(value);
+      if (problem) throw new TypeError(`${name} ${problem}`);
+    }
     const tries = spec.retry ? 1 + this.retries : 1;
     for (let attempt = 1; ; attempt++) {
       let response: Response;

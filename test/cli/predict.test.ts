@@ -144,6 +144,9 @@ describe('qr-art predict', () => {
     const noKey = await run([...SMALL, '--prompt', 'x'], { env: { QR_ART_URL: stack.baseUrl } });
     expect(noKey.code).toBe(2);
     expect(noKey.err).toContain('QR_ART_API_KEY');
+    const twoLineKey = await run([...SMALL, '--prompt', 'x'], { env: { ...env, QR_ART_API_KEY: `${KEY}\n${KEY}` } });
+    expect(twoLineKey.code).toBe(2);
+    expect(twoLineKey.err).toContain('the API key (--key or QR_ART_API_KEY) holds a line break');
     await writeFile(path.join(dir, 'list.json'), '[1]');
     const notObject = await run(['--body', path.join(dir, 'list.json')], { env });
     expect(notObject.code).toBe(2);

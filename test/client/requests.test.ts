@@ -121,6 +121,19 @@ describe('QrArtClient requests', () => {
     expect(attempts).toHaveLength(3);
   });
 
+  it('a key or Idempotency-Key that no header can carry is a TypeError naming it, thrown before anything is sent; a key read with its trailing newline works', async () => {
+    expect(() => new QrArtClient({ baseUrl: stack.baseUrl, apiKey: `${LISTER}\n${POOR}` })).toThrow(/^apiKey holds a line break/);
+    expect(() => new QrArtClient({ baseUrl: stack.baseUrl, apiKey: `${LISTER}\u20ac` })).toThrow(/^apiKey holds a character beyond Latin-1/);
+
+    const sent: string[] = [];
+    const client = new QrArtClient({ baseUrl: stack.baseUrl, apiKey: `${LISTER}\n`, fetch: async (input, init) => (sent.push(String(input)), fetch(input, init)) });
+    expect(typeof (await client.list()).totalDocs).toBe('number'); // answered: the key went out trimmed
+    const refused = await client.create(SMALL_V5S, { idempotencyKey: 'client-test\r\nx-other: 1' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(TypeError);
+    expect((refused as Error).message).toBe('idempotency-key holds a line break or NUL inside it, which no HTTP header can carry');
+    expect(sent).toHaveLength(1); // the list; the create was never sent, nor retried as a connection failure
+  });
+
   it('with an Idempotency-Key, a create whose answer was lost (503, Retry-After) is retried and charged once; without one it is not retried', async () => {
     const before = await balanceOf(stack.api.db, 'rita');
     const keyed = answerLostThen503(1);
