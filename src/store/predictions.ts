@@ -99,7 +99,7 @@ export async function createPredictions(
     // With the users locked, no other create of theirs can commit a key meanwhile.
     const claimed = batch.flatMap((p) => (p.idempotency ? [{ userId: p.userId, key: p.idempotency.key }] : []));
     const liveKeys = await findLiveKeys(tx, claimed, options.idempotencyTtlMs ?? DEFAULT_IDEMPOTENCY_TTL_MS);
-    const firstInBatch = new Map<string, { prediction: NewPrediction; outcome: Outcome }>();
+    const firstInBatch = new Map<string, NewPrediction>();
     const balances = new Map(users.map((user) => [user.id, Number(user.balance_cents)]));
     const accepted: NewPrediction[] = [];
     const charge = (prediction: NewPrediction): Outcome => {
@@ -119,12 +119,13 @@ export async function createPredictions(
         }
         const first = firstInBatch.get(id);
         if (first) {
-          if (first.prediction.idempotency!.requestHash !== prediction.idempotency.requestHash) return new IdempotencyKeyReusedError(prediction.idempotency.key);
-          // The same request twice in one batch: the repeat shares the first's fate.
-          return first.outcome === first.prediction ? { replayOf: first.prediction.id } : first.outcome;
+          if (first.idempotency!.requestHash !== prediction.idempotency.requestHash) return new IdempotencyKeyReusedError(prediction.idempotency.key);
+          return { replayOf: first.id };
         }
         const outcome = charge(prediction);
-        firstInBatch.set(id, { prediction, outcome });
+        // Only an accepted create claims its key, as it would in a batch of its own: after a
+        // 402 the same key may be sent again, with the same body or another.
+        if (outcome === prediction) firstInBatch.set(id, prediction);
         return outcome;
       }
       return charge(prediction);

@@ -129,6 +129,27 @@ describe(`the store (${backend})`, () => {
     expect(await balanceOf(db, 'batcher')).toBe(100);
   });
 
+  it('in one batch a create refused for credits does not claim its Idempotency-Key: a later create with that key is judged as if alone', async () => {
+    await ensureUser(db, 'keyed');
+    await grantCredits(db, 'keyed', 300);
+    const keyed = (costCents: number, requestHash: string): NewPrediction => ({ ...newPrediction('keyed', costCents), idempotency: { key: 'one-key', requestHash } });
+    const tooDear = keyed(400, 'body-a');
+    const again = keyed(400, 'body-a');
+    const affordable = keyed(100, 'body-b');
+    const repeat = keyed(100, 'body-b');
+    const other = keyed(100, 'body-c');
+    const { results } = await createPredictions(db, [tooDear, again, affordable, repeat, other]);
+    expect(results.map((result) => (result.ok ? (result.replayed ? 'replayed' : 'created') : result.error.constructor.name))).toEqual([
+      'InsufficientCreditsError',
+      'InsufficientCreditsError',
+      'created',
+      'replayed',
+      'IdempotencyKeyReusedError',
+    ]);
+    expect(results[3]!.ok && results[3]!.record.id).toBe(affordable.id);
+    expect(await balanceOf(db, 'keyed')).toBe(200);
+  });
+
   it('the balance CHECK refuses a negative balance whatever the caller', async () => {
     await ensureUser(db, 'checked');
     await expect(db.query("UPDATE users SET balance_cents = -1 WHERE id = 'checked'")).rejects.toThrow(/check/i);
