@@ -10,10 +10,13 @@ const NETWORK_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIP
 /**
  * SQLSTATEs of an unavailable server: class 08 (connection exception), operator or crash
  * shutdown and "starting up" (57P01-57P03), statement timeout and cancellation (57014: our
- * statement_timeout fired), too many connections (53300) and other resource exhaustion (53).
+ * statement_timeout fired), too many connections (53300) and other resource exhaustion (53),
+ * and a read-only transaction (25006): during a failover a connection can reach the old
+ * primary once it serves again as a standby, which refuses every write until the address
+ * points at the new primary.
  */
 function isUnavailableSqlState(code: string): boolean {
-  return code.startsWith('08') || code.startsWith('53') || code === '57P01' || code === '57P02' || code === '57P03' || code === '57014';
+  return code.startsWith('08') || code.startsWith('53') || code === '57P01' || code === '57P02' || code === '57P03' || code === '57014' || code === '25006';
 }
 
 /** Messages node-postgres and pg-pool raise without a code (timeouts, a dropped connection). */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startApiService, type ApiService } from '../../src/runtime/api-service.ts';
@@ -166,6 +167,44 @@ describe.skipIf(!postgresBinDir())('the API through database and broker outages'
     expect(recoveredMs).toBeLessThan(10_000);
     await expectChargedOnce();
   }, 90_000);
+
+  it('answers a write 503 with Retry-After while the server is read-only (a standby during failover), and a replica started then waits for it', async () => {
+    /** As a failover's old primary turns standby: every new transaction read-only, for every session. */
+    const readOnly = async (on: boolean) => {
+      const admin = new pg.Client({ connectionString: database.url });
+      await admin.connect();
+      try {
+        await admin.query('SET default_transaction_read_only = off');
+        await admin.query(on ? 'ALTER SYSTEM SET default_transaction_read_only = on' : 'ALTER SYSTEM RESET default_transaction_read_only');
+        await admin.query('SELECT pg_reload_conf()');
+      } finally {
+        await admin.end();
+      }
+    };
+    const before = await call('POST', '/v1/predictions/queue', { body: body() });
+    expect(before.status).toBe(200);
+    await readOnly(true);
+    let replica: ApiService | undefined;
+    try {
+      await waitFor(async () => (await call('POST', '/v1/predictions/queue', { body: body() })).status === 503 || undefined, 5000);
+      expectOutageAnswer(await call('POST', '/v1/predictions/queue', { body: body() }), 'database');
+      expect((await call('GET', `/v1/predictions/${before.body.data.id}`)).status).toBe(200); // reads still served
+
+      const config = testConfig(dataDir, database.url, { DB_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS), DB_STARTUP_WAIT_MS: '30000' });
+      const starting = startApiService({ config, natsUrl: nats.url, logger: pino({ level: config.LOG_LEVEL }) });
+      let started = false;
+      void starting.then(() => (started = true), () => undefined);
+      await sleep(2500);
+      expect(started).toBe(false); // migrating needs a writable server: it waits rather than exits
+      await readOnly(false);
+      replica = await starting;
+      await waitFor(async () => (await call('POST', '/v1/predictions/queue', { body: body() })).status === 200 || undefined, 5000);
+    } finally {
+      await readOnly(false);
+      await replica?.stop();
+    }
+    await expectChargedOnce();
+  }, 60_000);
 
   it('an API replica started while PostgreSQL is down waits for it and comes up with it', async () => {
     await database.stop('fast');
