@@ -120,7 +120,7 @@ export function buildApi(deps: ApiDependencies) {
   });
   // Every route registered below, so that a known path asked with another method gets 405.
   const allowedMethods = new AllowedMethods();
-  app.addHook('onRoute', (route) => allowedMethods.add(route.method, route.url));
+  app.addHook('onRoute', (route) => allowedMethods.add(route.method, route.url, route.config?.refusesMethod === true));
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0];
     const allowed = allowedMethods.at(request.url);

@@ -251,7 +251,7 @@ describe('authentication and ownership', () => {
       ['POST', '/v1/predictions', 'GET, HEAD'],
       ['DELETE', `/v1/predictions/${randomUUID()}`, 'GET, HEAD'],
       ['PATCH', `/v1/predictions/${randomUUID()}?x=1`, 'GET, HEAD'],
-      ['PUT', '/v1/predictions/queue', 'GET, HEAD, POST'],
+      ['PUT', '/v1/predictions/queue', 'GET, POST'],
       ['POST', '/healthz', 'GET, HEAD'],
       ['OPTIONS', '/v1/predictions', 'GET, HEAD'],
       ['POST', '/playground/main.js', 'GET, HEAD'],

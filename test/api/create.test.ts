@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { balanceOf } from '../../src/store/accounts.ts';
 import { WORKFLOWS, type WorkflowName } from '../../src/workflows/names.ts';
 import { rawCall } from '../helpers/raw-http.ts';
 import { startTestStack, type TestStack } from '../helpers/service.ts';
@@ -259,6 +260,19 @@ describe('creating predictions', () => {
       expect(read.body.data).toEqual(response.body.data);
     });
 
+    it('HEAD with an outpainting body is a 405 naming GET and POST, and creates and charges nothing', async () => {
+      const before = await totalDocs(ALICE);
+      const balance = await balanceOf(stack.api.db, 'alice');
+      const head = await rawCall(stack.baseUrl, 'HEAD', '/v1/predictions/queue', {
+        headers: { 'x-api-key': ALICE, 'content-type': 'application/json' },
+        body: JSON.stringify(minimalBody('outpainting')),
+      });
+      expect(head.status).toBe(405);
+      expect(head.headers.allow).toBe('GET, POST');
+      expect(await totalDocs(ALICE)).toBe(before);
+      expect(await balanceOf(stack.api.db, 'alice')).toBe(balance);
+    });
+
     it.each(WORKFLOWS.filter((workflow) => workflow !== 'outpainting').map((workflow) => [workflow]))('answers 405 to a %s body', async (workflow) => {
       const response = await getWithBody(ALICE, JSON.stringify(minimalBody(workflow)));
       expect(response.status).toBe(405);
@@ -268,7 +282,7 @@ describe('creating predictions', () => {
     it('answers 405 without a body, 400 to malformed JSON, 415 to text/plain or no Content-Type, 400 to an invalid outpainting body', async () => {
       const none = await rawCall(stack.baseUrl, 'GET', '/v1/predictions/queue', { headers: { 'x-api-key': ALICE } });
       expect(none.status).toBe(405);
-      expect(none.headers.allow).toBe('GET, HEAD, POST');
+      expect(none.headers.allow).toBe('GET, POST');
       expectErrorBody(none.body, 'method_not_allowed');
 
       const malformed = await getWithBody(ALICE, '{"workflow":"outpainting",');

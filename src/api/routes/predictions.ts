@@ -59,17 +59,27 @@ export async function predictionRoutes(app: FastifyInstance, options: Prediction
   app.post('/v1/predictions/queue', async (request, reply) => create(request, reply, request.body));
 
   // Spec 4.3 names GET for outpainting and shows a JSON body; fastify does not parse
-  // bodies on GET, so the body is read here with the same size limit.
-  app.get('/v1/predictions/queue', async (request, reply) => {
+  // bodies on GET, so the body is read here with the same size limit. No HEAD twin: fastify
+  // would answer HEAD with this handler, creating and charging a prediction whose id the
+  // bodiless answer never tells.
+  app.get('/v1/predictions/queue', { exposeHeadRoute: false }, async (request, reply) => {
     const body = await readJsonBody(request, options.bodyLimit);
     if (body === null || typeof body !== 'object' || Array.isArray(body) || (body as { workflow?: unknown }).workflow !== 'outpainting') {
       // Every 405 names the methods the path answers (RFC 9110 15.5.6), as the router's do (server.ts).
-      void reply.header('allow', 'GET, HEAD, POST');
+      void reply.header('allow', 'GET, POST');
       throw new ApiError(405, 'method_not_allowed', 'GET /v1/predictions/queue accepts only an outpainting body; use POST for every workflow', [
         { field: 'workflow', rule: 'get_only_outpainting' },
       ]);
     }
     return create(request, reply, body);
+  });
+
+  // Without it HEAD would reach /v1/predictions/:id and answer a 404 for a prediction "queue".
+  app.head('/v1/predictions/queue', { config: { refusesMethod: true } }, async (_request, reply) => {
+    void reply.header('allow', 'GET, POST');
+    throw new ApiError(405, 'method_not_allowed', '/v1/predictions/queue accepts GET, POST, not HEAD', [
+      { field: 'method', rule: 'allowed_methods', message: 'use GET, POST' },
+    ]);
   });
 
   app.get<{ Params: { id: string } }>('/v1/predictions/:id', async (request) => {
