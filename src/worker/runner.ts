@@ -55,9 +55,11 @@ export class JobDeadlineError extends Error {
 
 /**
  * What an inference failure means for the job: the pipeline's own range checks (RangeError), an
- * out-of-memory and an image of NaN/Inf (pipeline/non-finite.ts: another attempt with the same
- * graphs gives the same) fail it (refunded: retrying cannot help), a device fault is the device's,
- * and anything else is handed back for another attempt.
+ * out-of-memory, an image of NaN/Inf (pipeline/non-finite.ts: another attempt with the same
+ * graphs gives the same) and a graph the job needs that this worker has not loaded (an
+ * outpainting model without its inpainting UNet or VAE encoder, no captioner for a blank
+ * prompt: GraphSessionError) fail it (refunded: retrying cannot help), a device fault is the
+ * device's, and anything else is handed back for another attempt.
  */
 export function asJobError(error: unknown): unknown {
   if (!(error instanceof InferenceRunError)) return error;
@@ -66,6 +68,7 @@ export function asJobError(error: unknown): unknown {
   }
   if (error.fault === 'device') return new DeviceFaultError(error.message);
   if (error.causeName === 'RangeError') return new JobInputError(error.message);
+  if (error.causeName === 'GraphSessionError') return new JobInputError(`this service cannot run the request: ${error.message}`, 'workflow_unavailable');
   if (error.causeName === 'NonFiniteOutputError') {
     return new JobInputError(`the model produced an unusable image for this request (${error.message})`, 'invalid_model_output');
   }

@@ -4,8 +4,11 @@
  * main thread staying free during a generation, abort, a thread crash and recovery, the face
  * pass, v1 client images, and the manifest-default / request-field mapping.
  */
+import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { pino } from 'pino';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -253,6 +256,46 @@ describe('DiffusionRunner on the demo models', () => {
       const prompted = await runner.run(job({ ...body, prompt: 'a red field' }), signal());
       expect(prompted).toMatchObject({ kind: 'images' });
       expect(prompted).not.toHaveProperty('caption');
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe('a worker whose manifest lacks a graph the job needs', () => {
+  let dir: string;
+  let lacking: InferenceClient;
+  let lackingRunner: DiffusionRunner;
+  beforeAll(async () => {
+    // The demo manifest without the captioner, beside a link to the demo graphs it names.
+    dir = await mkdtemp(path.join(tmpdir(), 'qrart-nocaption-'));
+    const manifest = JSON.parse(await readFile(DEFAULT_MANIFEST_PATH, 'utf8'));
+    for (const model of Object.values(manifest.models) as { graphs: Record<string, unknown> }[]) {
+      delete model.graphs.captioner_encoder;
+      delete model.graphs.captioner_decoder;
+    }
+    await symlink(path.join(path.dirname(DEFAULT_MANIFEST_PATH), 'demo'), path.join(dir, 'demo'));
+    await writeFile(path.join(dir, 'manifest.json'), JSON.stringify(manifest));
+    lacking = await InferenceClient.start({ manifestPath: path.join(dir, 'manifest.json'), executionProvider: { provider: 'cpu' }, logger: pino({ level: 'silent' }), intraOpThreads: 1 });
+    lackingRunner = new DiffusionRunner({ inference: lacking, finishing, logger: pino({ level: 'silent' }), policy: { allowPrivate: true } });
+  });
+  afterAll(async () => {
+    await lacking?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('fails it as workflow_unavailable naming the graph (refunded, not handed back to be retried): outpainting with a blank prompt and no captioner', async () => {
+    const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: { r: 20, g: 90, b: 200 } } }).png().toBuffer();
+    const server = http.createServer((_, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(png));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/photo.png`;
+      const body = { workflow: 'outpainting', image: url, image_width: 64, image_height: 64, padding_left: 8, padding_right: 8, padding_top: 8, padding_bottom: 8, type: 'one_shot', seed: 4 };
+      const error = await lackingRunner.run(job(body), signal()).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(JobInputError);
+      expect(error).toMatchObject({ code: 'workflow_unavailable', message: expect.stringContaining('has no captioner') });
+      // With a prompt nothing needs the captioner.
+      expect(await lackingRunner.run(job({ ...body, prompt: 'a blue sky' }), signal())).toMatchObject({ kind: 'images' });
     } finally {
       server.close();
     }
