@@ -9,7 +9,7 @@ export interface ValidationIssue {
   /** Dotted path of the field ("qrStrength"), or "" for the body as a whole. */
   field: string;
   /**
-   * Short machine token: required, type, integer, min, max, enum, url, https_url, public_host,
+   * Short machine token: required, type, integer, min, max, enum, url, https_url, public_host, no_credentials,
    * unknown_workflow, qr_capacity, canvas_bounds, module_size, min_total, characters (and internal, which should never happen).
    */
   rule: string;

@@ -97,6 +97,11 @@ function privateHostIssue(host: string, input: string) {
   return { code: 'custom' as const, message: `must not point at a loopback, private or link-local host (${host})`, params: { rule: 'public_host' }, input };
 }
 
+/** Refused here rather than by the fetcher or the webhook sender later, and never stored in the prediction's input. */
+function credentialsIssue(input: string) {
+  return { code: 'custom' as const, message: 'must not contain credentials (user:password@)', params: { rule: 'no_credentials' }, input };
+}
+
 /**
  * An absolute http(s) URL of an input image. A host that is literally loopback or private is
  * refused here, as a webhook's is: the worker's fetcher would refuse it anyway (and it still checks
@@ -111,6 +116,8 @@ function imageUrl(description: string, options: SchemaOptions) {
       const problem = checkUrl(s, ['http:', 'https:'], !options.allowPrivateUrls);
       if (problem?.kind === 'private_host') {
         ctx.addIssue(privateHostIssue(problem.host, s));
+      } else if (problem?.kind === 'credentials') {
+        ctx.addIssue(credentialsIssue(s));
       } else if (problem) {
         ctx.addIssue({ code: 'custom', message: 'must be an absolute http or https URL', params: { rule: 'url' }, input: s });
       }
@@ -136,6 +143,8 @@ function webhookUrl(options: SchemaOptions) {
         });
       } else if (problem.kind === 'private_host') {
         ctx.addIssue(privateHostIssue(problem.host, s));
+      } else if (problem.kind === 'credentials') {
+        ctx.addIssue(credentialsIssue(s));
       } else {
         ctx.addIssue({
           code: 'custom',

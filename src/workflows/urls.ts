@@ -11,7 +11,8 @@ export type UrlProblem =
   | { kind: 'invalid' } // not an absolute URL
   | { kind: 'scheme'; protocol: string } // scheme not allowed
   | { kind: 'private_host'; host: string } // literal loopback / private / link-local / reserved host
-  | { kind: 'public_http'; host: string }; // plain http to a host that is, or looks, public
+  | { kind: 'public_http'; host: string } // plain http to a host that is, or looks, public
+  | { kind: 'credentials' }; // user:password@, which the fetcher and the webhook sender refuse
 
 /** Parses an absolute URL; undefined when `value` is not one. */
 export function parseAbsoluteUrl(value: string): URL | undefined {
@@ -174,6 +175,7 @@ export function checkUrl(
   const url = parseAbsoluteUrl(value);
   if (!url) return { kind: 'invalid' };
   if (!allowedProtocols.includes(url.protocol)) return { kind: 'scheme', protocol: url.protocol };
+  if (url.username !== '' || url.password !== '') return { kind: 'credentials' };
   if (rejectNonPublicHosts && isNonPublicLiteralHost(url.hostname)) return { kind: 'private_host', host: url.hostname };
   if (options.httpOnlyToInternalHosts && url.protocol === 'http:' && !isInternalHost(url.hostname)) {
     return { kind: 'public_http', host: url.hostname };

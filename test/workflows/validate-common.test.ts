@@ -206,6 +206,22 @@ describe('webhook', () => {
     }
   });
 
+  it('refuses credentials in the webhook, qrImage and image URLs (no_credentials), even with allowPrivateUrls', () => {
+    const cases = [
+      [wf, 'webhook'],
+      ['generate_qr_art_v3a', 'qrImage'],
+      ['outpainting', 'image'],
+    ] as const;
+    for (const [workflow, field] of cases) {
+      for (const url of ['https://user:secret@example.com/a.png', 'https://token@example.com/a.png', 'https://:secret@example.com/a.png']) {
+        const issue = expectIssue(parse(withField(workflow, field, url)), field, 'no_credentials');
+        expect(issue.message).toBe(`${field} must not contain credentials (user:password@)`);
+        expectIssue(parse(withField(workflow, field, url), DEV_OPTIONS), field, 'no_credentials');
+      }
+      expectOk(parse(withField(workflow, field, 'https://example.com/a.png?user=me')));
+    }
+  });
+
   it('accepts public literal IPs', () => {
     for (const host of ['8.8.8.8', '172.32.0.1', '192.169.0.1', '[2606:4700:4700::1111]', '[::ffff:8.8.8.8]']) {
       expectOk(parse(withField(wf, 'webhook', `https://${host}/hook`)));
