@@ -127,11 +127,13 @@ function deliverInner(opts: DeliverOptions): Promise<DeliveryOutcome> {
       res.on('close', done);
       res.on('aborted', done);
       if (settled) return;
-      // The timer keeps running; if the body stalls we still report the status we got.
+      // One deadline for the whole attempt, headers and body: if the body stalls past it we
+      // still report the status we got.
       if (timer) clearTimeout(timer);
-      timer = setTimeout(done, timeoutMs);
+      timer = setTimeout(done, Math.max(0, deadline - Date.now()));
     };
 
+    const deadline = Date.now() + timeoutMs;
     timer = setTimeout(() => {
       const err = new Error(`no response within ${timeoutMs} ms`) as NodeJS.ErrnoException;
       err.code = 'ETIMEDOUT';

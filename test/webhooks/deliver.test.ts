@@ -58,6 +58,10 @@ const routes: Record<string, (req: http.IncomingMessage, res: http.ServerRespons
     s.writeHead(200);
     s.write('partial'); // ...and never ends
   },
+  '/late-headers-slow-body': (_q, s) => {
+    // Headers just before the attempt's deadline, then a body that never ends.
+    setTimeout(() => s.writeHead(503).write('partial'), 700);
+  },
 };
 
 beforeAll(async () => {
@@ -192,6 +196,13 @@ describe('deliverWebhook', () => {
 
   it('reports the status when the response body stalls', async () => {
     expect(await deliver(`${base}/slow-body`, { timeoutMs: 300 })).toEqual({ kind: 'delivered', status: 200 });
+  });
+
+  it('one deadline covers the whole attempt: headers late, then a stalled body, end it at timeoutMs, not timeoutMs after the headers', async () => {
+    const t0 = Date.now();
+    expect(await deliver(`${base}/late-headers-slow-body`, { timeoutMs: 1000 })).toMatchObject({ kind: 'retry', status: 503 });
+    // Before: the timer restarted at the headers, ending the attempt at about 1700 ms.
+    expect(Date.now() - t0).toBeLessThan(1500);
   });
 
   it('connects through the checked lookup for host names', async () => {
