@@ -99,7 +99,7 @@ export const ProgressEvent = z.object({
 });
 export type ProgressEvent = z.infer<typeof ProgressEvent>;
 
-/** One webhook delivery, queued on `qrart.webhooks.<predictionId>` with Nats-Msg-Id = deliveryId. */
+/** One webhook delivery, queued on `qrart.webhooks.<predictionId>.<status>` with Nats-Msg-Id = deliveryId. */
 export const WebhookDelivery = z.object({
   deliveryId: z.string().min(1),
   predictionId: z.string().min(1),

@@ -18,5 +18,5 @@ export function webhookDeliveryFor(record: PredictionRecord, url: string): Outbo
     url,
     body: JSON.stringify({ success: true, data: record }),
   };
-  return { subject: subjects.webhook(record.id), msgId: deliveryId, payload };
+  return { subject: subjects.webhook(record.id, status), msgId: deliveryId, payload };
 }

@@ -27,7 +27,8 @@ export const subjects = {
    */
   progress: (predictionId: string) => `qrart.progress.${predictionId}`,
   webhooksAll: 'qrart.webhooks.>',
-  webhook: (predictionId: string) => `qrart.webhooks.${predictionId}`,
+  /** One subject per prediction and status: the dispatcher keeps a prediction's webhooks in order by it (webhooks/prediction-order.ts). */
+  webhook: (predictionId: string, status: string) => `qrart.webhooks.${predictionId}.${status}`,
   /** The server's advisory when a job has been delivered MaxDeliver times without an ack. */
   jobMaxDeliveries: `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.QRART_JOBS.${'workers'}`,
 } as const;

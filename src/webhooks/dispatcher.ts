@@ -7,6 +7,7 @@ import { CONSUMERS, STREAMS } from '../queue/subjects.ts';
 import { safeJson } from '../predictions/apply-events.ts';
 import { deliverWebhook, type DeliveryOutcome } from './deliver.ts';
 import { createDestinationSlots, createThrottledNotice, deferralDelayMs, destinationOf, DEFAULT_PER_DESTINATION } from './destination-slots.ts';
+import { deliveryOrder } from './prediction-order.ts';
 import { nextDelayMs } from './retry-policy.ts';
 
 /** Attempts in flight over all destinations, by default. */
@@ -52,6 +53,11 @@ export interface DispatcherOptions {
  * answer. With more slow destinations than that every slot can be taken; the pull then
  * waits for one, and each frees within WEBHOOK_TIMEOUT_MS.
  *
+ * Order. A prediction's terminal webhook waits while its `executing` one is still to be settled,
+ * and an `executing` one whose terminal one is already queued is dropped (prediction-order.ts):
+ * a receiver never sees a prediction go backwards, even when a retry or a busy destination
+ * held the earlier one back.
+ *
  * Retries. A failed attempt is queued again as a copy carrying the next attempt number and
  * a `notBefore` (the schedule's delay, or a longer Retry-After), and the original is acked;
  * the copy is nak'ed until it is due. Every attempt sends the same webhook-id (deliveryId).
@@ -88,6 +94,17 @@ export function startWebhookDispatcher(options: DispatcherOptions): RunningConsu
     const dueInMs = delivery.notBefore === undefined ? 0 : Date.parse(delivery.notBefore) - Date.now();
     if (dueInMs > 0) {
       msg.nak(dueInMs);
+      return;
+    }
+    // One prediction's webhooks in order, whichever replica holds which (prediction-order.ts).
+    const order = await deliveryOrder(options.queue.jsm, delivery);
+    if (order === 'superseded') {
+      logger.info({ deliveryId: delivery.deliveryId, predictionId: delivery.predictionId }, 'executing webhook superseded by the terminal one queued after it; not sent');
+      msg.ack();
+      return;
+    }
+    if (order === 'wait') {
+      msg.nak(deferralDelayMs(msg.info.deliveryCount));
       return;
     }
     const destination = destinationOf(delivery.url);

@@ -76,7 +76,7 @@ describe('webhook isolation between destinations', () => {
     dispatcher = startWebhookDispatcher({ queue, logger, secret: TEST_SECRET, scheduleMs, timeoutMs: TIMEOUT_MS, allowPrivateUrls: true });
   };
   const enqueue = async (payload: WebhookDelivery) => {
-    await queue.js.publish(subjects.webhook(payload.predictionId), JSON.stringify(payload), { msgID: payload.deliveryId });
+    await queue.js.publish(subjects.webhook(payload.predictionId, payload.status), JSON.stringify(payload), { msgID: payload.deliveryId });
   };
 
   beforeAll(async () => {
