@@ -10,7 +10,7 @@ import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
 /**
  * The playground at / (issue 15) in Debian's chromium against the real stack: the API, NATS,
  * the database and a worker on the demo models (CPU). One v5 generation at the smallest size
- * and fewest steps the API allows; the other predictions are outpaintings of an address that
+ * (30 steps, so that the bar has steps to show); the other predictions are outpaintings of an address that
  * refuses connections, which fail at once (and are refunded).
  *
  * The tests share the stack and run in order: (b) expects no prediction yet, the history test
@@ -230,7 +230,9 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
     await page.fill('[name=prompt]', 'a koi pond in autumn');
     await page.fill('[name=qrContent]', 'https://example.com/koi');
     await page.click('details.more summary');
-    await page.fill('[name=steps]', '10');
+    // 30 steps, not the fewest: progress goes out at most every 250 ms and the stream opens after
+    // the create returns, so 10 quick demo steps could show the bar only full.
+    await page.fill('[name=steps]', '30');
     await page.fill('[name=seed]', '1234');
     await waitFor(async () => ((await page.textContent('#cost-value')) === '2.99 credits' ? true : undefined));
     await page.click('#create-button');
@@ -256,7 +258,7 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
     const record = (await stack.call('GET', '/v1/predictions?limit=1', { key: KEY })).body.data.docs[0];
     const full = (await stack.call('GET', `/v1/predictions/${record.id}`, { key: KEY })).body.data;
     expect(full.status).toBe('executed');
-    expect(full.input).toMatchObject({ workflow: 'generate_qr_art_v5', steps: 10, seed: 1234, resolution: 'SD' });
+    expect(full.input).toMatchObject({ workflow: 'generate_qr_art_v5', steps: 30, seed: 1234, resolution: 'SD' });
     await page.waitForFunction(() => {
       const img = document.querySelector('#result-images img') as Element;
       return !!img && img.complete && img.naturalWidth > 0;
@@ -378,4 +380,106 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
     for (let i = 1; i < polls.length; i++) expect(polls[i]! - polls[i - 1]!).toBeGreaterThanOrEqual(1500);
     await close(page);
   }, 150_000);
+
+  describe('says what it cannot do (the service answers are injected with page.route)', () => {
+    const FAKE_ID = '00000000-0000-4000-8000-00000000f00d';
+    const record = (status: string, more: Record<string, unknown> = {}) => ({
+      id: FAKE_ID,
+      userId: USER,
+      status,
+      input: { workflow: 'generate_qr_art_v5', prompt: 'a lighthouse', qrContent: 'https://example.com/l' },
+      output: '',
+      error: null,
+      isScanables: null,
+      credits: 2.99,
+      refunded: false,
+      createdAt: new Date().toISOString(),
+      startedAt: status === 'queued' ? null : new Date().toISOString(),
+      completedAt: null,
+      ...more,
+    });
+    const unavailable = { success: false, error: { code: 'service_unavailable', message: 'the database is temporarily unavailable; retry after 1 s', details: [] } };
+
+    it('a stream that breaks mid-run says so beside the last step; a failed prediction stops the bar and the note', async () => {
+      const page = await open(DESKTOP, KEY);
+      let ended = false;
+      await page.route('**/v1/predictions/queue', (route) => route.fulfill({ json: { success: true, data: record('queued') } }));
+      await page.route(`**/v1/predictions/${FAKE_ID}/events`, (route) =>
+        route.fulfill({
+          headers: { 'content-type': 'text/event-stream' },
+          body: `event: prediction\ndata: ${JSON.stringify(record('executing'))}\n\nevent: progress\ndata: {"step":3,"total":10}\n\n`,
+        }),
+      );
+      await page.route(`**/v1/predictions/${FAKE_ID}`, (route) =>
+        route.fulfill({
+          json: { success: true, data: ended ? record('failed', { error: { code: 'invalid_image', message: 'the image could not be fetched' }, refunded: true }) : record('executing') },
+        }),
+      );
+      await page.fill('[name=prompt]', 'a lighthouse');
+      await page.fill('[name=qrContent]', 'https://example.com/l');
+      await page.click('#create-button');
+      await page.waitForSelector('#result-card[data-updates="polling"]');
+      await waitFor(async () => ((await page.textContent('#progress-text'))?.includes('Step 3 of 10 · Live updates unavailable') ? true : undefined));
+      expect(await page.getAttribute('#progress-bar', 'value')).toBe('3');
+      ended = true;
+      await page.waitForSelector('#result-card[data-status="failed"]');
+      expect(await page.textContent('#result-error')).toBe('the image could not be fetched');
+      expect(await page.textContent('#progress-text')).toBe('');
+      // Determinate: an indeterminate bar would still look at work.
+      expect(await page.getAttribute('#progress-bar', 'value')).toBe('0');
+      await close(page);
+    });
+
+    it('a history item that cannot be opened, and a list that cannot be loaded, say why (and the list tries again)', async () => {
+      // Something to list, whatever ran before: an outpainting of an address that refuses connections.
+      const made = await stack.call('POST', '/v1/predictions/queue', {
+        key: KEY,
+        body: { workflow: 'outpainting', image: 'http://127.0.0.1:9/history.png', image_width: 64, image_height: 64, padding_left: 64, padding_right: 0, padding_top: 0, padding_bottom: 0, type: 'one_shot' },
+      });
+      expect(made.status).toBe(200);
+      const page = await open(DESKTOP);
+      let listRefusals = 1;
+      await page.route('**/v1/predictions?*', (route) =>
+        listRefusals-- > 0 ? route.fulfill({ status: 503, headers: { 'retry-after': '1' }, json: unavailable }) : route.continue(),
+      );
+      // Typed and left, as a person would: the one change event (a synthetic one here would be
+      // followed by the browser's own on the next click, reloading the list over the notice).
+      await page.fill('#api-key', KEY);
+      await page.locator('#api-key').blur();
+      await waitFor(async () => ((await page.textContent('#history-note'))?.includes('Could not load your predictions: the database is temporarily unavailable') ? true : undefined));
+      expect(await page.textContent('#history-note')).toContain('Trying again in 1 s.');
+      await page.waitForSelector('#history-list li');
+      await page.route(/\/v1\/predictions\/[0-9a-f-]{36}$/, (route) => route.fulfill({ status: 503, headers: { 'retry-after': '1' }, json: unavailable }));
+      await page.click('#history-list li button');
+      await waitFor(async () => ((await page.textContent('#history-note'))?.startsWith('Could not open') ? true : undefined));
+      expect(await page.textContent('#history-note')).toBe('Could not open that prediction: the database is temporarily unavailable; retry after 1 s');
+      await close(page);
+    });
+
+    it('a paused price check clears the price instead of showing one for other fields', async () => {
+      const page = await open(DESKTOP, KEY);
+      await page.fill('[name=prompt]', 'a bakery sign');
+      await page.fill('[name=qrContent]', 'https://example.com/bread');
+      await waitFor(async () => ((await page.textContent('#cost-value')) === '2.99 credits' ? true : undefined));
+      const limited = { success: false, error: { code: 'rate_limited', message: 'too many previews', details: [] } };
+      await page.route('**/v1/qr/preview', (route) => route.fulfill({ status: 429, headers: { 'retry-after': '30' }, json: limited }));
+      await page.route('**/v1/predictions/quote', (route) => route.fulfill({ status: 429, headers: { 'retry-after': '30' }, json: limited }));
+      await page.selectOption('[name=resolution]', 'UltraHD');
+      await waitFor(async () => ((await page.textContent('#cost-value')) === '– (price check paused for 30 s)' ? true : undefined));
+      await close(page);
+    });
+
+    it('carries the prompt between QR workflows, opening More options when a carried value lands there, but not into outpainting', async () => {
+      const page = await open(DESKTOP, KEY);
+      await page.fill('[name=prompt]', 'a jazz night poster, neon');
+      await page.click('details.more summary');
+      await page.fill('[name=steps]', '12');
+      await page.selectOption('#workflow', 'generate_qr_art_v5s');
+      expect(await page.inputValue('[name=prompt]')).toBe('a jazz night poster, neon');
+      expect(await page.getAttribute('details.more', 'open')).not.toBeNull();
+      await page.selectOption('#workflow', 'outpainting');
+      expect(await page.inputValue('[name=prompt]')).toBe('');
+      await close(page);
+    });
+  });
 });

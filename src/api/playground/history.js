@@ -1,5 +1,5 @@
 // The user's past predictions, newest first, a page at a time (GET /v1/predictions?limit&offset).
-import { listPredictions, sameOriginFile } from './api.js';
+import { ApiError, listPredictions, sameOriginFile } from './api.js';
 
 const PAGE_SIZE = 5;
 
@@ -66,9 +66,12 @@ export function historyView({ list, note, prev, next, pageLabel, onOpen, onError
     } catch (error) {
       if (mine !== latest) return;
       list.replaceChildren();
-      note.textContent = 'Could not load your predictions.';
       prev.disabled = next.disabled = true;
       pageLabel.textContent = '';
+      // A service that says when to come back (503, 429) is asked again then.
+      const retryAfter = error instanceof ApiError && (error.status === 503 || error.status === 429) ? (error.retryAfter ?? 5) : null;
+      note.textContent = `Could not load your predictions: ${error.message}${retryAfter === null ? '' : ` Trying again in ${retryAfter} s.`}`;
+      if (retryAfter !== null) setTimeout(() => mine === latest && void load(), retryAfter * 1000);
       onError(error);
     }
   }
@@ -91,5 +94,9 @@ export function historyView({ list, note, prev, next, pageLabel, onOpen, onError
     },
     /** Something changed (a new prediction, a status): reload the page shown. */
     refresh: () => load(),
+    /** A line under the list (why an item could not be opened). */
+    notice(text) {
+      note.textContent = text;
+    },
   };
 }

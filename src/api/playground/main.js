@@ -108,6 +108,7 @@ async function openPrediction(doc) {
     void follow(record);
   } catch (error) {
     if (error instanceof ApiError && error.status === 401) showKeyError(error.message);
+    else history.notice(`Could not open that prediction: ${error.message}`);
   }
 }
 
@@ -133,6 +134,7 @@ function showWorkflow(name, carried) {
   const schema = schemas[name];
   if (!schema) return;
   renderFields($('fields'), $('more-fields'), schema, carried);
+  shownWorkflow = name;
   $('workflow-help').textContent = workflowNote(name);
   touched = new Set();
   submitted = false;
@@ -148,8 +150,12 @@ fields.addEventListener('change', (event) => {
   if (event.target.name) touched.add(event.target.name);
   preview.schedule();
 });
+let shownWorkflow;
 workflowSelect.addEventListener('change', () => {
-  const carried = fieldValues(form);
+  // A QR art prompt describes a code's picture, an outpainting one the border of a photo (and
+  // none means "caption it"): values cross only between QR workflows.
+  const sameFamily = (shownWorkflow === 'outpainting') === (workflowSelect.value === 'outpainting');
+  const carried = sameFamily ? fieldValues(form) : {};
   remember('qr-art.workflow', workflowSelect.value);
   showWorkflow(workflowSelect.value, carried);
 });

@@ -133,8 +133,12 @@ export function livePreview({ box, image, note, cost, fields, current, visibleEr
         return run();
       }
       if (error instanceof ApiError && error.status === 429) {
-        note.textContent = `Preview paused for ${error.retryAfter ?? 5} s (many changes in a short time).`;
-        timer = setTimeout(run, (error.retryAfter ?? 5) * 1000);
+        const wait = error.retryAfter ?? 5;
+        // The last price shown may be for fields since changed: none rather than a wrong one.
+        // Said beside the price too: v1-v3b have no preview box to say it in.
+        cost.textContent = `– (price check paused for ${wait} s)`;
+        note.textContent = `Preview paused for ${wait} s (many changes in a short time).`;
+        timer = setTimeout(run, wait * 1000);
         return;
       }
       showCost(undefined);

@@ -19,16 +19,19 @@ export function resultView(elements) {
   let lastProgress = null;
   let polling = false;
 
+  const POLLING_NOTE = 'Live updates unavailable; checking every 2 seconds.';
+
   function setProgress(step, total) {
     if (total > 0) {
       bar.max = total;
       bar.value = Math.min(step, total);
       bar.setAttribute('aria-valuetext', `step ${Math.min(step, total)} of ${total}`);
-      barText.textContent = `Step ${Math.min(step, total)} of ${total}`;
+      // While polling the step shown is the last one the stream told: say why it stands still.
+      barText.textContent = `Step ${Math.min(step, total)} of ${total}${polling ? ` · ${POLLING_NOTE}` : ''}`;
     } else {
       bar.removeAttribute('value');
       bar.removeAttribute('aria-valuetext');
-      barText.textContent = polling ? 'Live updates unavailable; checking every 2 seconds.' : '';
+      barText.textContent = polling ? POLLING_NOTE : '';
     }
   }
 
@@ -73,6 +76,8 @@ export function resultView(elements) {
   }
 
   function render(record) {
+    // Finished: nothing more to follow, so no note about how it is followed.
+    if (TERMINAL.has(record.status)) polling = false;
     card.hidden = false;
     card.dataset.status = record.status;
     status.textContent = record.status;
@@ -86,7 +91,13 @@ export function resultView(elements) {
       bar.value = 1;
       barText.textContent = 'Finished';
     }
-    else if (record.status === 'failed') setProgress(0, 0);
+    else if (record.status === 'failed') {
+      // A determinate, empty bar: an indeterminate one would still look at work.
+      bar.max = 1;
+      bar.value = 0;
+      bar.setAttribute('aria-valuetext', 'stopped');
+      barText.textContent = '';
+    }
     else if (record.status === 'queued' || !lastProgress) setProgress(0, 0);
     if (record.status === 'failed' || (typeof record.output === 'string' && record.output)) {
       error.textContent = record.error?.message ?? (typeof record.output === 'string' && record.output ? record.output : 'The prediction failed.');
@@ -159,7 +170,8 @@ export function resultView(elements) {
       // The stream failed or ended early: ask every 2 s instead.
       card.dataset.updates = 'polling';
       polling = true;
-      if (!lastProgress) setProgress(0, 0);
+      if (lastProgress) setProgress(lastProgress.step, lastProgress.total);
+      else setProgress(0, 0);
       try {
         await poll(key, record.id, controller.signal, (next) => {
           last = next;
