@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { storableText } from '../util/storable-text.ts';
 
 /**
  * The messages that cross NATS. The API and the workers import this one module, so a
@@ -19,9 +20,15 @@ export const JobMessage = z.object({
 });
 export type JobMessage = z.infer<typeof JobMessage>;
 
+/**
+ * Worker-written text, made storable: an event the database refuses would be redelivered
+ * forever (the applier's consumer has no delivery limit) and its prediction never finish.
+ */
+const workerText = () => z.string().min(1).transform(storableText);
+
 export const PredictionError = z.object({
-  code: z.string().min(1),
-  message: z.string().min(1),
+  code: workerText(),
+  message: workerText(),
 });
 export type PredictionError = z.infer<typeof PredictionError>;
 
@@ -52,7 +59,7 @@ const eventBase = {
   predictionId: z.string().min(1),
   /** When the worker observed the transition (ISO 8601 UTC). */
   at: z.iso.datetime(),
-  workerId: z.string().min(1),
+  workerId: workerText(),
 };
 
 /**
@@ -76,7 +83,7 @@ export const StatusEvent = z.discriminatedUnion('status', [
     /** Per image, the share of simulated phone captures that read it (QR workflows; absent from older workers). */
     scanRobustness: z.array(z.number().min(0).max(1)).optional(),
     /** Outpainting without a prompt: the caption that was used as the prompt. */
-    caption: z.string().max(MAX_CAPTION_LENGTH).optional(),
+    caption: z.string().max(MAX_CAPTION_LENGTH).transform(storableText).optional(),
   }),
   z.object({
     ...eventBase,

@@ -20,6 +20,7 @@ import { DEFAULT_QUIET_ZONE_MODULES, layoutQr, QrLayoutError, type Canvas, type 
 import { dedupe, describeValue, mapIssue, quote, type ValidationIssue } from './issue-messages.ts';
 import { WORKFLOWS, type WorkflowName } from './names.ts';
 import { schemaSetFor, type FieldKind, type SchemaSet } from './schemas.ts';
+import { UNSTORABLE_TEXT } from '../util/storable-text.ts';
 import { isAspectRatio, isResolution, outputSize } from './sizes.ts';
 
 /** The zod request schemas (for OpenAPI / JSON Schema generation) are defined in schemas.ts. */
@@ -218,13 +219,10 @@ function centredPosition(entry: QrV5Entry, values: Record<string, unknown>): { q
   return { qrX: placement.x, qrY: placement.y };
 }
 
-/** U+0000 or an unpaired UTF-16 surrogate: PostgreSQL text and jsonb cannot hold them. */
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
 /** String fields that passed their own checks but could not be stored in the input echo. */
 function unstorableTextIssues(raw: Record<string, unknown>, invalid: Set<string>): ValidationIssue[] {
   return Object.entries(raw)
-    .filter(([key, value]) => !invalid.has(key) && typeof value === 'string' && UNSTORABLE.test(value))
+    .filter(([key, value]) => !invalid.has(key) && typeof value === 'string' && UNSTORABLE_TEXT.test(value))
     .map(([key]) => ({ field: key, rule: 'characters', message: `${key} must not contain U+0000 or an unpaired UTF-16 surrogate` }));
 }
 

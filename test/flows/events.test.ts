@@ -182,6 +182,21 @@ describe('status events from workers', () => {
     expect(await ledger(created.id, 'charge')).toBe(1);
   });
 
+  it('worker text the database cannot hold (U+0000, an unpaired surrogate) is stored cleaned, not redelivered forever', async () => {
+    const balanceBefore = await balanceOf(stack.api.db, 'erin');
+    const created = await create();
+    await publishEvent(worker.js, { predictionId: created.id, status: 'failed', at: new Date().toISOString(), workerId: `${WORKER}\u0000`, error: { code: 'fetch_failed', message: 'the server said \u0000"bad\ud800"' } });
+    const failed = await until(created.id, 'failed');
+    expect(failed.error).toEqual({ code: 'fetch_failed', message: 'the server said "bad\ufffd"' });
+    expect(failed.refunded).toBe(true);
+    expect(await balanceOf(stack.api.db, 'erin')).toBe(balanceBefore);
+
+    const captioned = await create();
+    const name = imageName();
+    await publishEvent(worker.js, { predictionId: captioned.id, status: 'executed', at: new Date().toISOString(), workerId: WORKER, images: [name], isScanables: [false], caption: 'a \udc00 painting\u0000' });
+    expect((await until(captioned.id, 'executed')).output.caption).toBe('a \ufffd painting');
+  });
+
   it('an NSFW failure keeps the charge and reports the spec texts in output and error', async () => {
     const balanceBefore = await balanceOf(stack.api.db, 'erin');
     const created = await create();
