@@ -91,6 +91,20 @@ const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
       CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);
     `,
   },
+  {
+    version: 3,
+    name: 'the first version 1 brought to the released one',
+    sql: `
+      -- Version 1 was edited after it first ran (93d7a2c, against the rule above): a database
+      -- made before that has outbox.payload as jsonb, which the code's text writes fail on,
+      -- and three foreign keys the hot insert path no longer pays for. On a database made
+      -- since, each statement changes nothing (text to text is no rewrite).
+      ALTER TABLE outbox ALTER COLUMN payload TYPE text USING payload::text;
+      ALTER TABLE predictions DROP CONSTRAINT IF EXISTS predictions_user_id_fkey;
+      ALTER TABLE credit_ledger DROP CONSTRAINT IF EXISTS credit_ledger_user_id_fkey;
+      ALTER TABLE credit_ledger DROP CONSTRAINT IF EXISTS credit_ledger_prediction_id_fkey;
+    `,
+  },
 ];
 
 export async function migrate(db: Database): Promise<void> {

@@ -102,6 +102,27 @@ describe(`the store (${backend})`, () => {
     expect((await db.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
   });
 
+  it('a database made by the first version 1 (outbox.payload jsonb, foreign keys) is brought to the released schema', async () => {
+    // That schema, made from today's: version 1 as it first ran, before 93d7a2c edited it.
+    await db.exec(`
+      ALTER TABLE outbox ALTER COLUMN payload TYPE jsonb USING payload::jsonb;
+      ALTER TABLE predictions ADD CONSTRAINT predictions_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);
+      ALTER TABLE credit_ledger ADD CONSTRAINT credit_ledger_user_id_fkey FOREIGN KEY (user_id) REFERENCES users(id);
+      ALTER TABLE credit_ledger ADD CONSTRAINT credit_ledger_prediction_id_fkey FOREIGN KEY (prediction_id) REFERENCES predictions(id);
+      DELETE FROM schema_migrations WHERE version = 3;
+    `);
+    await ensureUser(db, 'upgraded');
+    await grantCredits(db, 'upgraded', 500);
+    await expect(createPrediction(db, newPrediction('upgraded', 100))).rejects.toThrow(/jsonb/);
+
+    await migrate(db);
+    const type = await db.query<{ data_type: string }>("SELECT data_type FROM information_schema.columns WHERE table_name = 'outbox' AND column_name = 'payload'");
+    expect(type.rows[0]!.data_type).toBe('text');
+    expect(await count(db, "SELECT count(*) AS n FROM information_schema.table_constraints WHERE constraint_type = 'FOREIGN KEY' AND table_name IN ('predictions', 'credit_ledger')")).toBe(0);
+    const created = await createPrediction(db, newPrediction('upgraded', 100));
+    expect(await count(db, 'SELECT count(*) AS n FROM outbox WHERE msg_id = $1', [created.id])).toBe(1);
+  });
+
   it('concurrent creates never take a balance below zero', async () => {
     await ensureUser(db, 'spender');
     await grantCredits(db, 'spender', 1000);
