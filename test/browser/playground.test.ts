@@ -469,6 +469,22 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
       await close(page);
     });
 
+    it('a number the browser cannot read pauses the preview, which keeps its "Enter a number." and shows no price', async () => {
+      const page = await open(DESKTOP, KEY);
+      await page.fill('[name=prompt]', 'a harbour at dawn');
+      await page.fill('[name=qrContent]', 'https://example.com/harbour');
+      await waitFor(async () => ((await page.textContent('#cost-value')) === '2.99 credits' ? true : undefined));
+      await page.locator('[name=qrRatio]').pressSequentially('1e');
+      await page.click('#create-button');
+      await page.waitForSelector('#error-qrRatio:not([hidden])');
+      await new Promise((resolve) => setTimeout(resolve, 1000)); // past the preview's pause
+      expect(await page.textContent('#error-qrRatio')).toBe('Enter a number.');
+      expect(await page.isHidden('#error-qrRatio')).toBe(false);
+      expect(await page.textContent('#cost-value')).toBe('–');
+      expect(await page.textContent('#preview-note')).toBe('Enter a number in qrRatio to update the preview.');
+      await close(page);
+    });
+
     it('carries the prompt between QR workflows, opening More options when a carried value lands there, but not into outpainting', async () => {
       const page = await open(DESKTOP, KEY);
       await page.fill('[name=prompt]', 'a jazz night poster, neon');

@@ -117,7 +117,8 @@ async function openPrediction(doc) {
 const currentSchema = () => schemas[workflowSelect.value];
 const current = () => {
   const schema = currentSchema();
-  return { workflow: workflowSelect.value, schema, body: schema ? readBody(form, workflowSelect.value, schema).body : {} };
+  const { body, unreadable } = schema ? readBody(form, workflowSelect.value, schema) : { body: {}, unreadable: [] };
+  return { workflow: workflowSelect.value, schema, body, unreadable };
 };
 
 const preview = livePreview({

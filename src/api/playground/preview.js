@@ -8,7 +8,7 @@ const DEBOUNCE_MS = 350;
 
 /**
  * @param {object} o
- * @param {() => {workflow: string, schema: object, body: object}} o.current  what the form says now
+ * @param {() => {workflow: string, schema: object, body: object, unreadable: string[]}} o.current  what the form says now
  * @param {() => Set<string>} o.visibleErrors  fields whose live errors may be shown (touched ones)
  */
 export function livePreview({ box, image, note, cost, fields, current, visibleErrors }) {
@@ -95,8 +95,15 @@ export function livePreview({ box, image, note, cost, fields, current, visibleEr
     inFlight?.abort();
     const controller = new AbortController();
     inFlight = controller;
-    const { workflow, schema, body } = current();
+    const { workflow, schema, body, unreadable } = current();
     if (!workflow || !schema) return;
+    // A number the browser cannot read is left out of the body: a preview of it would show the
+    // default's layout and price, and clear the field's "Enter a number." Wait for a number.
+    if (unreadable.length > 0) {
+      showCost(undefined);
+      note.textContent = `Enter a number in ${unreadable.join(', ')} to update the preview.`;
+      return;
+    }
     const layout = hasLayout(workflow, schema);
     const outpaint = workflow === 'outpainting';
     box.hidden = !layout && !outpaint;
