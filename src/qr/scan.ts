@@ -242,11 +242,15 @@ export async function scanCheck(image: RawImage, expected: string, options: Scan
   return { ...verdict, attempts };
 }
 
-/** For client-supplied QR images: the first text any attempt decodes (null when none), same ladder. */
-export async function decodeAny(image: RawImage, options: ScanOptions = {}): Promise<Decoded | null> {
-  let found: Decoded | null = null;
+/**
+ * For client-supplied QR images: the first text any attempt decodes (null when none), same
+ * ladder; `otherTexts` holds the other contents that attempt read (an image of several codes).
+ */
+export async function decodeAny(image: RawImage, options: ScanOptions = {}): Promise<(Decoded & { otherTexts: string[] }) | null> {
+  let found: (Decoded & { otherTexts: string[] }) | null = null;
   await runLadder(image, options.ladder ?? SCAN_LADDER, codeSideOf(image, options), (texts, rung) => {
-    found = { text: texts[0]!, ...rung };
+    const [text, ...otherTexts] = [...new Set(texts)];
+    found = { text: text!, ...rung, otherTexts };
     return true;
   }, maxAttemptsOf(options));
   return found;

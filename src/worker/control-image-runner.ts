@@ -134,6 +134,11 @@ export async function clientControlImage(
   if (!decoded) {
     throw new JobInputError('qrImage is not a readable QR code: no decoder found a code in it; send a sharp black-and-white QR code image', 'unreadable_qr_image');
   }
+  // Which one the art should carry cannot be told, and a phone may read either: the scan check
+  // would judge every image of it unscannable.
+  if (decoded.otherTexts.length > 0) {
+    throw new JobInputError(`qrImage holds ${decoded.otherTexts.length + 1} QR codes with different contents; send an image of the one code the art should carry`, 'invalid_qr_image');
+  }
   const fitSide = Math.round(CLIENT_IMAGE_RATIO * Math.min(canvas.width, canvas.height));
   const placed = await locateAndPlace(client, decoded.text, canvas, fitSide);
   if ('reason' in placed) {

@@ -111,6 +111,7 @@ describe('QR Art v1-v3b: the client brings the code as an image URL', () => {
   it.each([
     ['an image with no QR code in it', '/noise.png', 'unreadable_qr_image', 'not a readable QR code'],
     ['a text file named .png', '/notes.png', 'invalid_qr_image', 'is not a PNG, JPEG, WebP or GIF image'],
+    ['an image of two codes with different contents', '/two-codes.png', 'invalid_qr_image', 'holds 2 QR codes with different contents'],
     ['a 50,000 x 50,000 PNG header', '/bomb.png', 'invalid_qr_image', '50000 x 50000 pixels'],
     ['a missing file', '/missing.png', 'invalid_qr_image', 'HTTP 404'],
     ['a server that never finishes the body', '/slow.png', 'invalid_qr_image', 'did not finish within'],
@@ -125,13 +126,18 @@ describe('QR Art v1-v3b: the client brings the code as an image URL', () => {
 
 const CODE_TEXT = 'https://example.com/brought-by-the-client';
 
-/** A local image host: a real QR code, noise, a text file, a pixel bomb, a 404 and a server that stalls. */
+/** A local image host: a real QR code, two codes in one image, noise, a text file, a pixel bomb, a 404 and a server that stalls. */
 async function serveImages(): Promise<FileServer> {
   const code = await QRCode.toBuffer(CODE_TEXT, { errorCorrectionLevel: 'H', width: 300, margin: 2 });
   const noisePixels = Buffer.alloc(200 * 200 * 3);
   for (let i = 0; i < noisePixels.length; i++) noisePixels[i] = (i * 2654435761) >>> 24;
   const noise = await sharp(noisePixels, { raw: { width: 200, height: 200, channels: 3 } }).png().toBuffer();
-  const files = { '/code.png': code, '/noise.png': noise, '/notes.png': Buffer.from('just some text, not an image\n'), '/bomb.png': pngHeaderOnly(50_000, 50_000) };
+  const other = await QRCode.toBuffer('https://example.com/another-code', { errorCorrectionLevel: 'H', width: 200, margin: 2 });
+  const twoCodes = await sharp({ create: { width: 520, height: 300, channels: 3, background: '#ffffff' } })
+    .composite([{ input: code, left: 0, top: 0 }, { input: other, left: 320, top: 50 }])
+    .png()
+    .toBuffer();
+  const files = { '/code.png': code, '/two-codes.png': twoCodes, '/noise.png': noise, '/notes.png': Buffer.from('just some text, not an image\n'), '/bomb.png': pngHeaderOnly(50_000, 50_000) };
   return serveFiles(files, (req, res) => {
     if (req.url !== '/slow.png') return false;
     res.writeHead(200, { 'content-type': 'image/png' });
