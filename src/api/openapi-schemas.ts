@@ -34,6 +34,8 @@ const errorBody = {
 
 const record = {
   type: 'object',
+  // Every record carries these, a listed one too (spec 2.3); a full record carries them all.
+  required: [...LISTED_FIELDS],
   properties: {
     id: { type: 'string' },
     userId: { type: 'string' },

@@ -299,10 +299,13 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           security: [],
           parameters: [
             { name: 'name', in: 'path', required: true, description: 'the last part of an `output.images` URL', schema: { type: 'string' } },
-            { name: 'if-none-match', in: 'header', required: false, description: 'the etag of a copy already held: answered 304', schema: { type: 'string' } },
+            { name: 'if-none-match', in: 'header', required: false, description: 'the etag of a copy already held (weak tags, lists and * count): answered 304', schema: { type: 'string' } },
           ],
           responses: {
-            '200': { description: 'image', content: { 'image/png': { schema: { type: 'string', contentMediaType: 'image/png' } } } },
+            '200': {
+              description: 'image (its type follows the name\'s extension)',
+              content: Object.fromEntries(['image/png', 'image/jpeg', 'image/webp'].map((type) => [type, { schema: { type: 'string', contentMediaType: type } }])),
+            },
             '304': { description: 'not modified: If-None-Match named the file\'s etag (files never change)' },
             ...errors([404, 503]),
           },

@@ -19,16 +19,32 @@ export async function fileRoutes(app: FastifyInstance, options: { images: Object
     if (!FILE_NAME.test(name)) throw notFound('file');
     // While NATS is away a lookup would wait out its request timeout: answer 503 now.
     if (!options.brokerConnected()) throw brokerUnavailable();
-    const object = await options.images.get(name).catch(asBrokerUnavailable);
-    if (!object) throw notFound('file');
-    const etag = `"${object.info.digest}"`;
+    // The metadata first: a 304 or a HEAD needs no chunks, and each get() opens a consumer on
+    // the server (kept for minutes) and pulls the whole object.
+    const info = await options.images.info(name).catch(asBrokerUnavailable);
+    if (!info || info.deleted) throw notFound('file');
+    const etag = `"${info.digest}"`;
     reply
       .header('content-type', CONTENT_TYPES[name.split('.').pop()!] ?? 'application/octet-stream')
       .header('cache-control', 'public, max-age=31536000, immutable')
       .header('etag', etag)
       .header('x-content-type-options', 'nosniff');
-    if (request.headers['if-none-match'] === etag) return reply.code(304).send();
-    reply.header('content-length', object.info.size);
+    if (noneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
+    reply.header('content-length', info.size);
+    // An empty stream keeps the length set above (fastify would write 0 for an empty body).
+    if (request.method === 'HEAD') return reply.send(Readable.from([]));
+    const object = await options.images.get(name).catch(asBrokerUnavailable);
+    if (!object) throw notFound('file');
     return reply.send(Readable.fromWeb(object.data as import('node:stream/web').ReadableStream<Uint8Array>));
   });
+}
+
+/**
+ * Whether If-None-Match names this entity (RFC 9110 13.1.2): `*`, or any tag of its list by weak
+ * comparison (a `W/` prefix, as proxies and CDNs rewrite tags, does not count).
+ */
+function noneMatch(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === '*') return true;
+  return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
 }

@@ -1,0 +1,66 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OBJECT_BUCKET } from '../../src/queue/subjects.ts';
+import { startTestStack, type TestStack } from '../helpers/service.ts';
+
+/**
+ * GET and HEAD /v1/files/{name} against the real object store: the image with its ETag, a 304
+ * for a tag the client holds (weak, in a list, or `*`), and neither a 304 nor a HEAD opening a
+ * consumer on the broker or pulling the image's chunks.
+ */
+
+const BYTES = randomBytes(300_000);
+
+describe('/v1/files/{name}', () => {
+  let stack: TestStack;
+  let name: string;
+  let url: string;
+
+  beforeAll(async () => {
+    stack = await startTestStack();
+    name = `${randomBytes(16).toString('base64url')}.png`;
+    await stack.api.queue.images.putBlob({ name }, BYTES);
+    url = `${stack.baseUrl}/v1/files/${name}`;
+  });
+  afterAll(async () => stack?.stop());
+
+  /** Consumers on the object store's stream: each get() of an object opens one, which the server keeps for minutes. */
+  const consumers = async () => (await stack.api.queue.jsm.consumers.list(`OBJ_${OBJECT_BUCKET}`).next()).length;
+
+  it('serves the image with its ETag and length', async () => {
+    const response = await fetch(url);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('image/png');
+    expect(response.headers.get('etag')).toMatch(/^"SHA-256=/);
+    expect(Buffer.from(await response.arrayBuffer()).equals(BYTES)).toBe(true);
+  });
+
+  it('answers 304 to the tag as sent, weak, in a list, or *, and 200 to another', async () => {
+    const etag = (await fetch(url, { method: 'HEAD' })).headers.get('etag')!;
+    for (const header of [etag, `W/${etag}`, `"elsewhere", ${etag}`, '*']) {
+      const response = await fetch(url, { headers: { 'if-none-match': header } });
+      expect(response.status, header).toBe(304);
+    }
+    const other = await fetch(url, { headers: { 'if-none-match': '"SHA-256=another"' } });
+    expect(other.status).toBe(200);
+    await other.arrayBuffer();
+  });
+
+  it('a 304 and a HEAD read only the metadata: no consumer is opened on the broker', async () => {
+    const etag = (await fetch(url, { method: 'HEAD' })).headers.get('etag')!;
+    const before = await consumers();
+    for (let i = 0; i < 5; i++) {
+      expect((await fetch(url, { headers: { 'if-none-match': etag } })).status).toBe(304);
+      const head = await fetch(url, { method: 'HEAD' });
+      expect(head.status).toBe(200);
+      expect(head.headers.get('content-length')).toBe(String(BYTES.length));
+      expect(head.headers.get('etag')).toBe(etag);
+    }
+    expect(await consumers()).toBe(before);
+  });
+
+  it('a name that is not stored is a 404', async () => {
+    const response = await fetch(`${stack.baseUrl}/v1/files/${randomBytes(16).toString('base64url')}.png`);
+    expect(response.status).toBe(404);
+  });
+});
