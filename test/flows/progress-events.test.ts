@@ -1,5 +1,8 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectQueue, type Queue } from '../../src/queue/connection.ts';
+import { subjects } from '../../src/queue/subjects.ts';
+import { imageName, publishEvent, sleep } from '../helpers/flows.ts';
 import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
 
 const KEY = 'key-sse-0123456789abcdef0123456789abcdef';
@@ -122,4 +125,33 @@ describe('a prediction as server-sent events, through a worker on the demo graph
     // Node counts that connection as busy: without the shutdown grace it waits out the 72 s keep-alive.
     expect(Date.now() - t0).toBeLessThan(15_000);
   }, 120_000);
+});
+
+describe('server-sent events with the worker played by the test', () => {
+  let stack: TestStack;
+  let worker: Queue;
+  beforeAll(async () => {
+    stack = await startTestStack({ env: { API_KEYS: `sse:${KEY}:100` } });
+    worker = await connectQueue(stack.nats.url, 'sse-test-worker');
+  });
+  afterAll(async () => {
+    await worker?.close();
+    await stack?.stop();
+  });
+
+  it('a last step heard together with the final status is not sent after the final record', async () => {
+    const created = await stack.call('POST', '/v1/predictions/queue', { key: KEY, body: { workflow: 'generate_qr_art_v4s', qrText: 'a kite', qrContent: 'https://example.com/kite' } });
+    const id = created.body.data.id as string;
+    const at = () => new Date().toISOString();
+    const watching = stream(stack, id, KEY);
+    await publishEvent(worker.js, { predictionId: id, status: 'executing', at: at(), workerId: 'w' });
+    await sleep(500);
+    // The last step and the result back to back, as a worker that finishes quickly sends them.
+    worker.nc.publish(subjects.progress(id), JSON.stringify({ predictionId: id, step: 12, total: 12 }));
+    await publishEvent(worker.js, { predictionId: id, status: 'executed', at: at(), workerId: 'w', images: [imageName()], isScanables: [true] });
+    const streamed = await watching;
+    expect(streamed.ended).toBe(true);
+    expect(streamed.events.at(-1)!.event).toBe('prediction');
+    expect(records(streamed.events).at(-1)!.status).toBe('executed');
+  });
 });

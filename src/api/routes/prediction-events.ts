@@ -111,7 +111,8 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
         return heard.length > 0;
       };
       const sendStep = (): void => {
-        if (step) send('progress', step);
+        // A step held while the final status was applied comes too late: the final record ends the stream.
+        if (step && !isFinal(last)) send('progress', step);
         step = undefined;
       };
       /** Reads the record; sends it when its status moved. */
