@@ -16,14 +16,23 @@ export interface PredictionReader {
  */
 export function createPredictionReader(db: Database, ttlMs: number): PredictionReader {
   const cache = new TtlCache<string, PredictionRecord>(ttlMs);
+  /**
+   * Keeps the later of what is cached and `record`: a read that started before this process
+   * applied a change may come back after it, holding the record as it was.
+   */
+  const keep = (record: PredictionRecord): PredictionRecord => {
+    const cached = cache.get(record.id);
+    const later = cached && cached.updatedAt > record.updatedAt ? cached : record;
+    cache.set(record.id, later);
+    return later;
+  };
   return {
     async get(userId, id) {
       const cached = cache.get(id);
       if (cached) return cached.userId === userId ? cached : null;
       const record = await getPrediction(db, userId, id);
-      if (record) cache.set(id, record);
-      return record;
+      return record && keep(record);
     },
-    remember: (record) => cache.set(record.id, record),
+    remember: (record) => void keep(record),
   };
 }
