@@ -130,6 +130,14 @@ async function start(given: Config): Promise<number> {
   const stoppers: (() => Promise<unknown>)[] = [];
   let drain: Drain;
   let localNats: LocalNats | undefined;
+  // A signal before untilSignal takes over (models loading, migrations): nothing to finish yet,
+  // so stop at once, the local nats-server with this process (detached, it would outlive it).
+  const dieDuringStart = (signal: NodeJS.Signals): void => {
+    localNats?.kill();
+    for (const name of START_SIGNALS) process.removeListener(name, dieDuringStart);
+    process.kill(process.pid, signal);
+  };
+  for (const name of START_SIGNALS) process.on(name, dieDuringStart);
   try {
     let natsUrl = config.NATS_URL;
     if (!natsUrl) {
@@ -161,9 +169,13 @@ async function start(given: Config): Promise<number> {
   } catch (error) {
     for (const stop of stoppers) await stop().catch((err) => logger.error({ err }, 'error while stopping after a failed start'));
     throw error;
+  } finally {
+    for (const name of START_SIGNALS) process.removeListener(name, dieDuringStart);
   }
   return untilSignal(logger, { stoppers, drain, ...(localNats ? { killNow: () => localNats.kill() } : {}) });
 }
+
+const START_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 /** Exit code of a worker that gave its device up (its jobs were handed back first). */
 export const DEVICE_FAULT_EXIT_CODE = 3;

@@ -182,6 +182,27 @@ describe('qr-art start', () => {
     }
   }, 300_000);
 
+  it('a Ctrl-C before it is up stops it at once, its local nats-server too', async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
+    dirs.push(dataDir);
+    const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', NATS_URL: '', METRICS_PORT: 'off', WORKER_METRICS_PORT: 'off' };
+    const child = spawn(process.execPath, [bin, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let log = '';
+    child.stdout.on('data', (chunk) => (log += chunk));
+    child.stderr.on('data', (chunk) => (log += chunk));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    try {
+      // The worker loads its graphs after the local server is up: the window where this matters.
+      await waitFor(async () => (log.includes('local nats-server started') ? true : undefined), 30_000, 20);
+      expect(log).not.toContain('qr-art is up');
+      process.kill(-child.pid!, 'SIGINT');
+      expect(await exited, log).toEqual({ code: null, signal: 'SIGINT' });
+      await waitFor(async () => ((await processesMentioning(path.join(dataDir, 'nats'))).length === 0 ? true : undefined), 10_000, 100);
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
+    }
+  }, 60_000);
+
   it('explains how to install nats-server when the binary is missing', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
     dirs.push(dataDir);
