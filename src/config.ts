@@ -5,12 +5,26 @@ import { EXECUTION_PROVIDER_VALUES } from './pipeline/providers.ts';
 import type { PostgresLimits } from './store/database.ts';
 import { parseScheduleMs } from './webhooks/retry-policy.ts';
 import { parseSecret } from './webhooks/sign.ts';
+import { MAX_OUTPUT_SIDE } from './workflows/sizes.ts';
 
 const boolean = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
   .transform((value) => value === 'true' || value === '1' || value === 'yes');
 
-const milliseconds = z.coerce.number().int().positive();
+/** The longest a Node timer waits; a longer setTimeout fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A duration in ms that a timer will wait out: at least `min`, at most MAX_TIMER_MS (about 24.8 days). */
+const timerMs = (min: number) =>
+  z.coerce
+    .number()
+    .int()
+    .min(min, `must be at least ${min} ms`)
+    .max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days): a longer timer would fire at once`);
+const milliseconds = timerMs(1);
+
+/** http(s) URLs only: what `output` links and the quick start build on. */
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 
 /** A port to listen on (0 = any free port), or 'off': no listener at all. */
 const portOrOff = z.union([z.literal('off'), z.coerce.number().int().min(0).max(65535)]);
@@ -55,10 +69,15 @@ export const ConfigSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default('0.0.0.0'),
   /** Base of the URLs put in `output` (image files); defaults to http://localhost:PORT. */
-  PUBLIC_BASE_URL: z.url().optional(),
+  PUBLIC_BASE_URL: httpUrl
+    .refine((value) => !/[?#]/.test(value), 'must not carry a query or fragment: image paths are appended to it')
+    .optional(),
   DATA_DIR: z.string().default('./data'),
   /** PostgreSQL server; when unset, the embedded PGlite database in DATA_DIR/pglite is used. */
-  DATABASE_URL: z.string().optional(),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\/./, 'must be a postgres:// or postgresql:// URL (unset: the embedded PGlite database)')
+    .optional(),
   /** PostgreSQL connections per process. */
   DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   /** Connecting to PostgreSQL, or waiting for a free pooled connection, before answering 503. */
@@ -66,9 +85,9 @@ export const ConfigSchema = z.object({
   /** One statement, on the client (a stalled server) and the server (statement_timeout), before answering 503. */
   DB_QUERY_TIMEOUT_MS: milliseconds.default(3000),
   /** At start, how long the API waits for an unreachable PostgreSQL server before giving up (exit 1). */
-  DB_STARTUP_WAIT_MS: z.coerce.number().int().min(0).default(60_000),
+  DB_STARTUP_WAIT_MS: timerMs(0).default(60_000),
   /** At start, how long the API and a worker wait for an unreachable NATS server before giving up (exit 1). */
-  NATS_STARTUP_WAIT_MS: z.coerce.number().int().min(0).default(60_000),
+  NATS_STARTUP_WAIT_MS: timerMs(0).default(60_000),
   /** How long a create's Idempotency-Key is remembered (then it may be used afresh). */
   IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().positive().max(24 * 30).default(24),
   /** NATS servers, comma separated; when unset, `start` runs a local nats-server. */
@@ -90,18 +109,19 @@ export const ConfigSchema = z.object({
   LOG_FORMAT: z.enum(['auto', 'pretty', 'json']).default('auto'),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
   /** The whole request, headers and body, must arrive within this (else 408); also bounds reading the rest of a refused body. */
-  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
+  REQUEST_TIMEOUT_MS: timerMs(1000).default(30_000),
   /** Proxies in front of the API whose X-Forwarded-For gives the client address (rate limits, logs): false, a hop count, or addresses/CIDRs. */
   TRUST_PROXY: trustProxy.default(false),
   /** Keyless previews and quotes a minute from one client address (routes/free-tools.ts). */
   PREVIEW_RATE_LIMIT: z.coerce.number().int().min(1).default(120),
   /** How long a valid API key is remembered (a revocation takes effect within it); 0 disables. */
-  API_KEY_CACHE_TTL_MS: z.coerce.number().int().min(0).default(5000),
+  API_KEY_CACHE_TTL_MS: timerMs(0).default(5000),
   /** How stale a prediction read may be when another API replica changed it; 0 disables. */
-  READ_CACHE_TTL_MS: z.coerce.number().int().min(0).default(1000),
+  READ_CACHE_TTL_MS: timerMs(0).default(1000),
   /** Copies of each JetStream stream and of the image bucket: 3 on a clustered NATS, 1 on a single server. */
   JETSTREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
-  JOB_ACK_WAIT_MS: milliseconds.default(60_000),
+  /** A job's heartbeat window: a worker signs of life every third of it, so at least 1 s. */
+  JOB_ACK_WAIT_MS: timerMs(1000).default(60_000),
   JOB_MAX_DELIVER: z.coerce.number().int().min(1).max(100).default(3),
   /** Jobs a worker holds at once: on the device, waiting for it, and being finished on the CPU. */
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
@@ -117,6 +137,10 @@ export const ConfigSchema = z.object({
   WARMUP_SIZES: z
     .string()
     .regex(/^(native|off|\d+x\d+(,\d+x\d+)*)$/, 'native, off, or a list like 768x768,1024x576')
+    .refine(
+      (value) => !/\d/.test(value) || value.split(/[x,]/).every((side) => Number(side) >= 1 && Number(side) <= MAX_OUTPUT_SIDE),
+      `each side from 1 to ${MAX_OUTPUT_SIDE} px (an output size)`,
+    )
     .default('native'),
   /** The API's Prometheus endpoint (/metrics), apart from the API's port so an Ingress does not expose it; 0 = any free port, 'off' = none. */
   METRICS_PORT: portOrOff.default(9464),

@@ -81,7 +81,8 @@ export async function startWorkerService(options: { config: Config; natsUrl: str
     prefetch: config.WORKER_PREFETCH,
     maxInHand: Math.max(config.WORKER_CONCURRENCY, 1 + config.WORKER_PREFETCH),
     workerId: config.WORKER_ID,
-    heartbeatMs: Math.max(1000, Math.floor(config.JOB_ACK_WAIT_MS / 3)),
+    // Three signs of life per ack window (JOB_ACK_WAIT_MS is at least 1 s).
+    heartbeatMs: Math.floor(config.JOB_ACK_WAIT_MS / 3),
     onFatal: reportFatal,
     metrics,
   });

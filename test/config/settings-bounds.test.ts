@@ -1,0 +1,39 @@
+/**
+ * Settings that parse but cannot work are refused at start, naming the variable and the rule:
+ * a timer longer than Node can wait (it would fire at once), an ack window shorter than the
+ * worker's heartbeat can serve, a base URL images cannot be served under, a database URL that
+ * is not PostgreSQL's, warm-up sizes no output has.
+ */
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+
+describe('settings bounds', () => {
+  it.each([
+    ['JOB_TIMEOUT_MS', '3000000000', /JOB_TIMEOUT_MS: must be at most 2147483647 ms/],
+    ['REQUEST_TIMEOUT_MS', '2147483648', /REQUEST_TIMEOUT_MS: must be at most 2147483647 ms/],
+    ['DB_STARTUP_WAIT_MS', '9999999999', /DB_STARTUP_WAIT_MS: must be at most/],
+    ['JOB_ACK_WAIT_MS', '500', /JOB_ACK_WAIT_MS: must be at least 1000 ms/],
+    ['PUBLIC_BASE_URL', 'ftp://files.example.com', /PUBLIC_BASE_URL: must be an http:\/\/ or https:\/\/ URL/],
+    ['PUBLIC_BASE_URL', 'javascript:alert(1)', /PUBLIC_BASE_URL: must be an http:\/\/ or https:\/\/ URL/],
+    ['PUBLIC_BASE_URL', 'https://example.com/base?x=1', /PUBLIC_BASE_URL: must not carry a query or fragment/],
+    ['DATABASE_URL', 'not-a-url', /DATABASE_URL: must be a postgres:\/\/ or postgresql:\/\/ URL/],
+    ['DATABASE_URL', 'mysql://u@h/db', /DATABASE_URL: must be a postgres:\/\/ or postgresql:\/\/ URL/],
+    ['WARMUP_SIZES', '0x0', /WARMUP_SIZES: each side from 1 to 3840 px/],
+    ['WARMUP_SIZES', '768x768,99999x99999', /WARMUP_SIZES: each side from 1 to 3840 px/],
+  ])('refuses %s=%s', (name, value, message) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(message);
+  });
+
+  it('takes what works', () => {
+    const config = loadConfig({
+      JOB_TIMEOUT_MS: '2147483647',
+      JOB_ACK_WAIT_MS: '1000',
+      PUBLIC_BASE_URL: 'https://images.example.com/qr/',
+      DATABASE_URL: 'postgresql://app@db.internal:5432/qrart',
+      WARMUP_SIZES: '768x768,3840x2160',
+    });
+    expect(config).toMatchObject({ JOB_TIMEOUT_MS: 2147483647, JOB_ACK_WAIT_MS: 1000, PUBLIC_BASE_URL: 'https://images.example.com/qr/', WARMUP_SIZES: '768x768,3840x2160' });
+    expect(loadConfig({ DATABASE_URL: 'postgres://u@h/db' }).DATABASE_URL).toBe('postgres://u@h/db');
+  });
+});
