@@ -68,7 +68,13 @@ export async function main(argv: string[]): Promise<number> {
       console.error(error.message);
       return 1;
     }
-    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+    const { code, path: where } = error as NodeJS.ErrnoException;
+    if (where !== undefined && (code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || code === 'ENOTDIR' || code === 'EEXIST')) {
+      // The store folders under DATA_DIR (nats/, pglite/, locks): one line, not a stack.
+      console.error(`cannot use ${where} (${code}): DATA_DIR must name a directory this user can write`);
+      return 1;
+    }
+    if (code === 'EADDRINUSE') {
       const { port } = error as { port?: number };
       console.error(`port ${port} is already in use (another qr-art running?): stop what listens there, or choose other ports with PORT, METRICS_PORT and WORKER_METRICS_PORT`);
       return 1;
@@ -140,6 +146,9 @@ async function start(given: Config): Promise<number> {
   for (const name of START_SIGNALS) process.on(name, dieDuringStart);
   try {
     let natsUrl = config.NATS_URL;
+    if (!natsUrl && config.JETSTREAM_REPLICAS > 1) {
+      throw new ConfigError(`JETSTREAM_REPLICAS=${config.JETSTREAM_REPLICAS} needs a NATS cluster (NATS_URL); the local nats-server of \`start\` is one server: unset it or set 1`);
+    }
     if (!natsUrl) {
       const storeDir = path.join(config.DATA_DIR, 'nats');
       const nats: LocalNats = await startLocalNats(storeDir, {

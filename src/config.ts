@@ -53,6 +53,18 @@ const trustProxy = z.string().transform((value, context): false | number | strin
   return z.NEVER;
 });
 
+/** One NATS server as nats.js takes it: host:port, or a nats, tls, ws or wss URL. */
+function isNatsServer(entry: string): boolean {
+  const server = entry.trim();
+  if (server === '' || /\s/.test(server)) return false;
+  try {
+    const url = new URL(server.includes('://') ? server : `nats://${server}`);
+    return ['nats:', 'tls:', 'ws:', 'wss:'].includes(url.protocol) && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
 /** A value checked by a parser that throws with its own message (the webhooks' secret and schedule). */
 const parsedBy = <T>(parse: (value: string) => T) =>
   z.string().transform((value, context): T => {
@@ -91,7 +103,10 @@ export const ConfigSchema = z.object({
   /** How long a create's Idempotency-Key is remembered (then it may be used afresh). */
   IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().positive().max(24 * 30).default(24),
   /** NATS servers, comma separated; when unset, `start` runs a local nats-server. */
-  NATS_URL: z.string().optional(),
+  NATS_URL: z
+    .string()
+    .refine((value) => value.split(',').every(isNatsServer), 'must list NATS servers, comma separated: host:port or nats://host:port')
+    .optional(),
   /** Standard Webhooks secret (whsec_…); when unset one is generated and kept in DATA_DIR. */
   WEBHOOK_SECRET: parsedBy((value) => {
     parseSecret(value);
@@ -198,6 +213,9 @@ export function apiKeyTooShort(apiKey: string): string | undefined {
     : undefined;
 }
 
+/** Credits one API_KEYS entry may grant: far above any use, well inside the database's bigint cents. */
+const MAX_SEEDED_CREDITS = 1e12;
+
 export function parseApiKeysSpec(spec: string | undefined): { userId: string; apiKey: string; credits: number }[] {
   if (!spec) return [];
   return spec
@@ -207,7 +225,7 @@ export function parseApiKeysSpec(spec: string | undefined): { userId: string; ap
     .map((entry) => {
       const [userId, apiKey, credits, ...rest] = entry.split(':');
       const amount = Number(credits ?? '0');
-      if (!userId || !apiKey || rest.length > 0 || !Number.isFinite(amount) || amount < 0) {
+      if (!userId || !apiKey || rest.length > 0 || !Number.isFinite(amount) || amount < 0 || amount > MAX_SEEDED_CREDITS) {
         throw new ConfigError(`API_KEYS entry "${entry.replace(/:[^:]*:/, ':***:')}" is not userId:apiKey:credits`);
       }
       const tooShort = apiKeyTooShort(apiKey);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -201,6 +201,20 @@ describe('qr-art start', () => {
     } finally {
       if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
     }
+  }, 60_000);
+
+  it('a DATA_DIR it cannot write, or JETSTREAM_REPLICAS above 1 without a cluster, stops it with one line', async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
+    dirs.push(dataDir);
+    const notADir = path.join(dataDir, 'a-file');
+    await writeFile(notADir, 'not a directory');
+    const base = { ...process.env, PORT: '0', NATS_URL: '', METRICS_PORT: 'off', WORKER_METRICS_PORT: 'off' };
+    const file = await runCliToExit(['start'], { env: { ...base, DATA_DIR: notADir } });
+    expect(file.code).toBe(1);
+    expect(file.stderr.trim()).toMatch(/^cannot use .*a-file\/nats \(ENOTDIR\): DATA_DIR must name a directory this user can write$/);
+    const replicas = await runCliToExit(['start'], { env: { ...base, DATA_DIR: dataDir, JETSTREAM_REPLICAS: '3' } });
+    expect(replicas.code).toBe(1);
+    expect(replicas.stderr.trim()).toBe('JETSTREAM_REPLICAS=3 needs a NATS cluster (NATS_URL); the local nats-server of `start` is one server: unset it or set 1');
   }, 60_000);
 
   it('explains how to install nats-server when the binary is missing', async () => {

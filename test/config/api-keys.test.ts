@@ -39,6 +39,11 @@ describe('parseApiKeysSpec', () => {
     expect(error!.message).not.toContain(LONG);
   });
 
+  it('refuses more credits than an entry may grant (the database keeps cents in a bigint)', () => {
+    expect(() => parseApiKeysSpec(`ann:${LONG}:1e20`)).toThrow(/is not userId:apiKey:credits/);
+    expect(parseApiKeysSpec(`ann:${LONG}:1000000000000`)[0]!.credits).toBe(1e12);
+  });
+
   it('is checked with the rest of the configuration, before a command starts anything', () => {
     expect(() => loadConfig({ API_KEYS: 'ann:short:10' })).toThrow(/API_KEYS entry for user "ann": the key has 5 characters/);
     expect(loadConfig({ API_KEYS: `ann:${LONG}:10` }).API_KEYS).toBe(`ann:${LONG}:10`);

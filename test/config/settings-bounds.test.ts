@@ -20,6 +20,9 @@ describe('settings bounds', () => {
     ['DATABASE_URL', 'mysql://u@h/db', /DATABASE_URL: must be a postgres:\/\/ or postgresql:\/\/ URL/],
     ['WARMUP_SIZES', '0x0', /WARMUP_SIZES: each side from 1 to 3840 px/],
     ['WARMUP_SIZES', '768x768,99999x99999', /WARMUP_SIZES: each side from 1 to 3840 px/],
+    ['NATS_URL', 'garbage url', /NATS_URL: must list NATS servers/],
+    ['NATS_URL', 'nats://a:4222,,nats://b:4222', /NATS_URL: must list NATS servers/],
+    ['NATS_URL', 'http://nats:4222', /NATS_URL: must list NATS servers/],
   ])('refuses %s=%s', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(message);
@@ -35,5 +38,8 @@ describe('settings bounds', () => {
     });
     expect(config).toMatchObject({ JOB_TIMEOUT_MS: 2147483647, JOB_ACK_WAIT_MS: 1000, PUBLIC_BASE_URL: 'https://images.example.com/qr/', WARMUP_SIZES: '768x768,3840x2160' });
     expect(loadConfig({ DATABASE_URL: 'postgres://u@h/db' }).DATABASE_URL).toBe('postgres://u@h/db');
+    for (const servers of ['nats://nats-0.nats:4222,nats://nats-1.nats:4222', 'localhost:4222', 'tls://nats.example.com:4222']) {
+      expect(loadConfig({ NATS_URL: servers }).NATS_URL).toBe(servers);
+    }
   });
 });
