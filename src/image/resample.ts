@@ -89,3 +89,23 @@ export function placeByArea(image: RawImage, canvas: { width: number; height: nu
   }
   return rawImage(out, canvas.width, canvas.height, channels);
 }
+
+/** The image `factor` times larger, each pixel repeated as a factor x factor block (crisp edges kept exactly). */
+export function upscaleNearest(image: RawImage, factor: number): RawImage {
+  if (!Number.isInteger(factor) || factor < 1) throw new RangeError(`factor must be a positive integer, got ${factor}`);
+  if (factor === 1) return image;
+  const { width, height, channels, data } = image;
+  const out = new Uint8Array(width * factor * height * factor * channels);
+  const rowBytes = width * factor * channels;
+  for (let y = 0; y < height; y++) {
+    const row = y * factor * rowBytes;
+    for (let x = 0; x < width; x++) {
+      const from = (y * width + x) * channels;
+      for (let r = 0; r < factor; r++) {
+        for (let c = 0; c < channels; c++) out[row + (x * factor + r) * channels + c] = data[from + c]!;
+      }
+    }
+    for (let r = 1; r < factor; r++) out.copyWithin(row + r * rowBytes, row, row + rowBytes);
+  }
+  return rawImage(out, width * factor, height * factor, channels);
+}

@@ -2,7 +2,7 @@ import type { OutboundPolicy } from '../net/safe-url.ts';
 import { decodeImage, encodePng, isImageDecodeError, resizeImage } from '../image/decode.ts';
 import { DEFAULT_IMAGE_FETCH_LIMITS, fetchImage, isImageFetchError, type ImageFetchLimits } from '../image/fetch.ts';
 import type { RawImage } from '../image/raw.ts';
-import { placeByArea } from '../image/resample.ts';
+import { placeByArea, upscaleNearest } from '../image/resample.ts';
 import { placeClientCode, type ClientCodePlacement } from '../qr/client-layout.ts';
 import { renderControlImage } from '../qr/control-image.ts';
 import { QrContentTooLongError } from '../qr/encode.ts';
@@ -17,6 +17,8 @@ import { JobInputError, type JobRunner, type RenderedImage, type RunHooks, type 
 
 /** Share of the canvas side a client's QR image is fitted into, leaving a light margin around it. */
 const CLIENT_IMAGE_RATIO = 0.8;
+/** A client image with a shorter side is enlarged by repeating pixels (an integer factor) to at least this before it is located. */
+const SMALL_CLIENT_SIDE = 256;
 
 export interface ControlImageRunnerOptions {
   readonly policy: OutboundPolicy;
@@ -140,14 +142,17 @@ export async function clientControlImage(
     throw new JobInputError(`qrImage holds ${decoded.otherTexts.length + 1} QR codes with different contents; send an image of the one code the art should carry`, 'invalid_qr_image');
   }
   const fitSide = Math.round(CLIENT_IMAGE_RATIO * Math.min(canvas.width, canvas.height));
-  const placed = await locateAndPlace(client, decoded.text, canvas, fitSide);
+  // A code drawn at a pixel or two a module (`qrcode` at scale 1): its module edges cannot be
+  // measured, and a smooth resize would blur it. Repeated pixels keep it exactly as drawn.
+  const source = upscaleNearest(client, Math.max(1, Math.ceil(SMALL_CLIENT_SIDE / Math.min(client.width, client.height))));
+  const placed = await locateAndPlace(source, decoded.text, canvas, fitSide);
   if ('reason' in placed) {
-    return { image: await letterbox(client, canvas, fitSide), expected: decoded.text, codeSide: fitSide, clientCode: { located: false, reason: placed.reason } };
+    return { image: await letterbox(source, canvas, fitSide), expected: decoded.text, codeSide: fitSide, clientCode: { located: false, reason: placed.reason } };
   }
   const { located, placement } = placed;
   const { layout } = placement;
   return {
-    image: placeByArea(client, canvas, placement.transform),
+    image: placeByArea(source, canvas, placement.transform),
     expected: decoded.text,
     codeSide: layout.codePixels,
     geometry: { matrix: located.matrix, layout },

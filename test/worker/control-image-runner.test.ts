@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { JobMessage } from '../../src/messages/schemas.ts';
-import { ControlImageRunner } from '../../src/worker/control-image-runner.ts';
+import QRCode from 'qrcode';
+import { ensureScannable } from '../../src/qr/guarantee.ts';
+import { clientControlImage, ControlImageRunner } from '../../src/worker/control-image-runner.ts';
+import { serveFiles } from '../helpers/file-server.ts';
 import { parseCreateBody } from '../../src/workflows/validate.ts';
 
 function v4sJob(content: string): JobMessage {
@@ -29,5 +32,21 @@ describe('the control-image runner', () => {
     expect(unjudged.images[0]!.isScannable).toBeUndefined();
     expect(unjudged.images[0]!.scanRobustness).toBeUndefined();
     expect(Buffer.from(unjudged.images[0]!.data).equals(Buffer.from(judged.images[0]!.data))).toBe(true);
+  }, 30_000);
+});
+
+describe('a client code drawn at one pixel a module (qrcode at scale 1)', () => {
+  it('is located and placed crisply, and its plain control image scans', async () => {
+    const text = 'https://example.com/menu?table=12';
+    const files = await serveFiles({ '/tiny.png': await QRCode.toBuffer(text, { errorCorrectionLevel: 'H', scale: 1, margin: 4 }) });
+    try {
+      const control = await clientControlImage(`${files.url}/tiny.png`, { width: 768, height: 768 }, { policy: { allowPrivate: true } }, new AbortController().signal);
+      expect(control.expected).toBe(text);
+      expect(control.clientCode).toMatchObject({ located: true, misdrawnModules: 0 });
+      const verdict = await ensureScannable(control.image, control.expected, control.geometry, 'off', { codeSide: control.codeSide });
+      expect(verdict.scannable).toBe(true);
+    } finally {
+      await files.close();
+    }
   }, 30_000);
 });
