@@ -12,7 +12,7 @@ const v5 = { workflow: 'generate_qr_art_v5', qrContent: 'https://example.com/men
 describe('the keyless preview and quote', () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startTestStack({ env: { PREVIEW_RATE_LIMIT: '12' } });
+    stack = await startTestStack({ env: { PREVIEW_RATE_LIMIT: '20' } });
   });
   afterAll(async () => stack?.stop());
 
@@ -56,6 +56,9 @@ describe('the keyless preview and quote', () => {
     // null is absent (docs/workflows.md), for the text fields the preview does not need too.
     expect((await post('/v1/qr/preview', { ...v5, prompt: null })).status).toBe(200);
     expect((await post('/v1/qr/preview', { workflow: 'generate_qr_art_v4', qrContent: 'tel:+15550100', qrText: null })).status).toBe(200);
+    // Blank is not written yet either: the layout does not depend on it.
+    expect((await post('/v1/qr/preview', { ...v5, prompt: '   ' })).status).toBe(200);
+    expect((await post('/v1/qr/preview', { workflow: 'generate_qr_art_v4', qrContent: 'tel:+15550100', qrText: '' })).status).toBe(200);
   });
 
   it('answers a broken layout field with the create rule naming it, and a workflow without a layout with workflow_has_preview', async () => {
@@ -66,6 +69,12 @@ describe('the keyless preview and quote', () => {
     const client = await post('/v1/qr/preview', { workflow: 'generate_qr_art', qrText: 'x', qrImage: 'https://example.com/qr.png' });
     expect(client.status).toBe(400);
     expect(((await client.json()) as any).error.details).toEqual([expect.objectContaining({ field: 'workflow', rule: 'workflow_has_preview' })]);
+    // Said at once, before the workflow's own required fields.
+    for (const workflow of ['generate_qr_art_v3b', 'outpainting']) {
+      const bare = await post('/v1/qr/preview', { workflow });
+      expect(bare.status).toBe(400);
+      expect(((await bare.json()) as any).error.details).toEqual([expect.objectContaining({ field: 'workflow', rule: 'workflow_has_preview' })]);
+    }
   });
 
   it('quotes what a create would charge, with the defaults filled in and no seed drawn', async () => {
@@ -88,7 +97,7 @@ describe('the keyless preview and quote', () => {
   it('limits one address to PREVIEW_RATE_LIMIT a minute: 429 rate_limited with Retry-After', async () => {
     const statuses: number[] = [];
     let limited: Response | undefined;
-    for (let i = 0; i < 14; i++) {
+    for (let i = 0; i < 22; i++) {
       const response = await post('/v1/predictions/quote', { ...v5, prompt: 'x' });
       statuses.push(response.status);
       if (response.status === 429) limited = response;

@@ -2,10 +2,15 @@ import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
 import { encodePng, resizeImage } from '../../image/decode.ts';
 import { renderControlImage } from '../../qr/control-image.ts';
+import { catalogue } from '../../workflows/catalogue.ts';
 import { controlPlanFor } from '../../workflows/control.ts';
+import { isWorkflowName } from '../../workflows/names.ts';
 import { centsToCredits } from '../../workflows/pricing.ts';
 import { parseCreateBody, type ParsedPrediction } from '../../workflows/validate.ts';
 import { ApiError, invalidRequest } from '../errors.ts';
+
+/** Workflow families whose code the server draws: what a preview shows. */
+const HAS_LAYOUT: ReadonlySet<string> = new Set(['qr-content', 'qr-v5']);
 
 export interface FreeToolsOptions {
   allowPrivateUrls: boolean;
@@ -42,6 +47,9 @@ export async function freeToolRoutes(app: FastifyInstance, options: FreeToolsOpt
     return parsed.value;
   };
 
+  const noPreview = (workflow: string) =>
+    invalidRequest([{ field: 'workflow', rule: 'workflow_has_preview', message: `${workflow} has no layout drawn by the server to preview; the v4 and v5 workflows do` }]);
+
   app.post('/v1/predictions/quote', async (request) => {
     const { workflow, input, costCents } = parse(request.body);
     // The seed a create would draw is not drawn here: it stays absent unless the body gave one.
@@ -52,19 +60,16 @@ export async function freeToolRoutes(app: FastifyInstance, options: FreeToolsOpt
 
   app.post('/v1/qr/preview', async (request, reply) => {
     const body = request.body;
-    // The layout is what is previewed: the text fields a create requires may still be empty.
-    // (null is absent, as in a create.)
-    const withText =
-      body !== null && typeof body === 'object' && !Array.isArray(body)
-        ? { ...body, prompt: (body as Record<string, unknown>).prompt ?? 'preview', qrText: (body as Record<string, unknown>).qrText ?? 'preview' }
-        : body;
+    const given = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
+    // Before the fields: a workflow with nothing to draw is told so, not asked for its required fields first.
+    if (given && isWorkflowName(given.workflow) && !HAS_LAYOUT.has(catalogue[given.workflow].family)) throw noPreview(given.workflow);
+    // The layout is what is previewed: the text fields a create requires may still be empty
+    // (absent, null, or blank).
+    const blank = (value: unknown) => value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
+    const withText = given ? { ...given, prompt: blank(given.prompt) ? 'preview' : given.prompt, qrText: blank(given.qrText) ? 'preview' : given.qrText } : body;
     const { workflow, input, costCents } = parse(withText);
     const plan = controlPlanFor(workflow, input);
-    if (plan.kind !== 'content') {
-      throw invalidRequest([
-        { field: 'workflow', rule: 'workflow_has_preview', message: `${workflow} has no layout drawn by the server to preview; the v4 and v5 workflows do` },
-      ]);
-    }
+    if (plan.kind !== 'content') throw noPreview(workflow);
     const control = renderControlImage(plan);
     const { width, height } = plan.canvas;
     const scale = Math.min(1, PREVIEW_MAX_SIDE / Math.max(width, height));
