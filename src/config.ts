@@ -177,6 +177,12 @@ export const ConfigSchema = z.object({
   INFERENCE_THREADS: z.coerce.number().int().min(1).optional(),
   /** diffusion: the model pipeline; control-image: return the control image itself (no models; fast, for tests and layout checks). */
   WORKER_PIPELINE: z.enum(['diffusion', 'control-image']).default('diffusion'),
+}).superRefine((config, context) => {
+  // The API's two listeners on one fixed port: found at start only after the worker loaded its
+  // models and the database opened, as "already in use". (A worker alone listens on neither.)
+  if (config.PORT !== 0 && config.METRICS_PORT === config.PORT) {
+    context.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: `is ${config.PORT}, the same port as PORT (the API's); set another, or off` });
+  }
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

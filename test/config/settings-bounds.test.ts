@@ -20,6 +20,7 @@ describe('settings bounds', () => {
     ['DATABASE_URL', 'mysql://u@h/db', /DATABASE_URL: must be a postgres:\/\/ or postgresql:\/\/ URL/],
     ['WARMUP_SIZES', '0x0', /WARMUP_SIZES: each side from 1 to 3840 px/],
     ['WARMUP_SIZES', '768x768,99999x99999', /WARMUP_SIZES: each side from 1 to 3840 px/],
+    ['PORT', '9464', /METRICS_PORT: is 9464, the same port as PORT/],
     ['NATS_URL', 'garbage url', /NATS_URL: must list NATS servers/],
     ['NATS_URL', 'nats://a:4222,,nats://b:4222', /NATS_URL: must list NATS servers/],
     ['NATS_URL', 'http://nats:4222', /NATS_URL: must list NATS servers/],
