@@ -2,7 +2,7 @@ import path from 'node:path';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger, resolveLogFormat, type Logger } from './logger.ts';
 import { startApiService } from './runtime/api-service.ts';
-import { NatsServerMissingError, startLocalNats, type LocalNats } from './runtime/local-nats.ts';
+import { killLocalServers, NatsServerMissingError, startLocalNats, type LocalNats } from './runtime/local-nats.ts';
 import { startWorkerService, type WorkerService } from './runtime/worker-service.ts';
 import { ManifestError } from './pipeline/manifest.ts';
 import { InferenceInitError } from './worker/inference-protocol.ts';
@@ -70,8 +70,11 @@ export async function main(argv: string[]): Promise<number> {
     }
     const { code, path: where } = error as NodeJS.ErrnoException;
     if (where !== undefined && (code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || code === 'ENOTDIR' || code === 'EEXIST')) {
-      // The store folders under DATA_DIR (nats/, pglite/, locks): one line, not a stack.
-      console.error(`cannot use ${where} (${code}): DATA_DIR must name a directory this user can write`);
+      // A folder or file it cannot make or write: one line, not a stack; under DATA_DIR (the
+      // stores, locks and secret), which setting to change.
+      const dataDir = path.resolve(process.env.DATA_DIR || './data');
+      const inDataDir = path.resolve(where) === dataDir || path.resolve(where).startsWith(dataDir + path.sep);
+      console.error(`cannot use ${where} (${code})${inDataDir ? ': DATA_DIR must name a directory this user can write' : ''}`);
       return 1;
     }
     if (code === 'EADDRINUSE') {
@@ -139,7 +142,7 @@ async function start(given: Config): Promise<number> {
   // A signal before untilSignal takes over (models loading, migrations): nothing to finish yet,
   // so stop at once, the local nats-server with this process (detached, it would outlive it).
   const dieDuringStart = (signal: NodeJS.Signals): void => {
-    localNats?.kill();
+    killLocalServers(); // the one still starting up too
     for (const name of START_SIGNALS) process.removeListener(name, dieDuringStart);
     process.kill(process.pid, signal);
   };

@@ -88,7 +88,8 @@ export const ConfigSchema = z.object({
   /** PostgreSQL server; when unset, the embedded PGlite database in DATA_DIR/pglite is used. */
   DATABASE_URL: z
     .string()
-    .regex(/^postgres(ql)?:\/\/./, 'must be a postgres:// or postgresql:// URL (unset: the embedded PGlite database)')
+    // node-postgres's forms: a URL, a socket: URL, or a socket directory and database name.
+    .regex(/^(postgres(ql)?:\/\/.|socket:.|\/.)/i, 'must be a postgres:// or postgresql:// URL (or a socket path; unset: the embedded PGlite database)')
     .optional(),
   /** PostgreSQL connections per process. */
   DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),

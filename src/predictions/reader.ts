@@ -14,6 +14,18 @@ export interface PredictionReader {
  * Reads for polling clients. A record changed by this process is seen at once; one changed
  * by another API replica may be seen up to ttlMs late (READ_CACHE_TTL_MS, 0 disables).
  */
+/** Status order: a status never goes back. */
+const RANK: Readonly<Record<PredictionRecord['status'], number>> = { queued: 0, executing: 1, executed: 2, failed: 2 };
+
+/**
+ * Whether `a` is a later state of the prediction than `b`: by status first (a queued record's
+ * updatedAt comes from the API's clock, a transition's from the database's), then by updatedAt
+ * (the same status changed again: a late start folded into a finished record).
+ */
+function isLater(a: PredictionRecord, b: PredictionRecord): boolean {
+  return RANK[a.status] !== RANK[b.status] ? RANK[a.status] > RANK[b.status] : a.updatedAt > b.updatedAt;
+}
+
 export function createPredictionReader(db: Database, ttlMs: number): PredictionReader {
   const cache = new TtlCache<string, PredictionRecord>(ttlMs);
   /**
@@ -22,7 +34,7 @@ export function createPredictionReader(db: Database, ttlMs: number): PredictionR
    */
   const keep = (record: PredictionRecord): PredictionRecord => {
     const cached = cache.get(record.id);
-    const later = cached && cached.updatedAt > record.updatedAt ? cached : record;
+    const later = cached && isLater(cached, record) ? cached : record;
     cache.set(record.id, later);
     return later;
   };

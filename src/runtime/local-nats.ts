@@ -93,6 +93,17 @@ export async function startLocalNats(
 
 class PortTakenError extends Error {}
 
+/** How to stop each server this process spawned and that still runs. */
+const spawned = new Set<() => void>();
+
+/**
+ * Stops every server this process spawned, even one still starting up: for a process about to
+ * die of a signal, which runs no 'exit' listeners.
+ */
+export function killLocalServers(): void {
+  for (const kill of spawned) kill();
+}
+
 /** The running server's pid, in its store: what the next start stops if this process is killed. */
 const PID_FILE = 'nats-server.pid';
 
@@ -113,7 +124,11 @@ async function spawnNats(binary: string, storeDir: string, port: number, monitor
     if (child.exitCode === null) child.kill('SIGTERM');
   };
   process.once('exit', killOnExit);
-  child.once('exit', () => process.removeListener('exit', killOnExit));
+  spawned.add(killOnExit);
+  child.once('exit', () => {
+    process.removeListener('exit', killOnExit);
+    spawned.delete(killOnExit);
+  });
   let log = '';
   const ready = new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {

@@ -10,9 +10,10 @@
  *   One waiting for a retry due more than RETRY_SUPERSEDE_MARGIN_MS from now is deleted
  *   instead (it cannot be in flight): the terminal body carries `startedAt`, so the receiver
  *   loses nothing but a status it would have seen after the end.
- * - An `executing` delivery whose terminal delivery is already in the stream (the executing one
- *   was retried or deferred, or published late after a broker hiccup) is superseded: dropped
- *   unsent, and the terminal one goes out.
+ * - An `executing` delivery is superseded, dropped unsent, once the prediction has finished: its
+ *   terminal delivery is in the stream, or the worker's terminal event is in the events stream
+ *   (the terminal delivery may have gone out already, when this one was published late by the
+ *   outbox sweep after a broker hiccup).
  */
 import type { JetStreamManager } from '@nats-io/jetstream';
 import { WebhookDelivery } from '../messages/schemas.ts';
@@ -33,14 +34,32 @@ export type DeliveryOrder = 'send' | 'wait' | 'superseded';
 async function pending(jsm: JetStreamManager, predictionId: string, status: DeliveryStatus): Promise<{ seq: number; delivery: WebhookDelivery | null } | null> {
   const stored = await jsm.streams.getMessage(STREAMS.webhooks, { last_by_subj: subjects.webhook(predictionId, status) });
   if (!stored) return null;
-  const parsed = WebhookDelivery.safeParse(stored.json());
+  let json: unknown;
+  try {
+    json = stored.json();
+  } catch {
+    json = undefined;
+  }
+  const parsed = WebhookDelivery.safeParse(json);
   return { seq: stored.seq, delivery: parsed.success ? parsed.data : null };
+}
+
+/** Whether the last status event a worker published for the prediction is a terminal one. */
+async function finishedByWorker(jsm: JetStreamManager, predictionId: string): Promise<boolean> {
+  const stored = await jsm.streams.getMessage(STREAMS.events, { last_by_subj: subjects.event(predictionId) });
+  if (!stored) return false;
+  try {
+    const status = (stored.json() as { status?: unknown } | null)?.status;
+    return status === 'executed' || status === 'failed';
+  } catch {
+    return false; // a malformed event (the applier dropped it): it says nothing
+  }
 }
 
 export async function deliveryOrder(jsm: JetStreamManager, delivery: WebhookDelivery, now = Date.now()): Promise<DeliveryOrder> {
   if (delivery.status === 'executing') {
     for (const status of TERMINAL) if (await pending(jsm, delivery.predictionId, status)) return 'superseded';
-    return 'send';
+    return (await finishedByWorker(jsm, delivery.predictionId)) ? 'superseded' : 'send';
   }
   for (let deletions = 0; deletions <= MAX_DELETIONS; deletions++) {
     const earlier = await pending(jsm, delivery.predictionId, 'executing');

@@ -17,7 +17,7 @@ import { JobInputError, type JobRunner, type RenderedImage, type RunHooks, type 
 
 /** Share of the canvas side a client's QR image is fitted into, leaving a light margin around it. */
 const CLIENT_IMAGE_RATIO = 0.8;
-/** A client image with a shorter side is enlarged by repeating pixels (an integer factor) to at least this before it is located. */
+/** A client image smaller than this both ways is enlarged by repeating pixels (an integer factor) to at least this before it is located. */
 const SMALL_CLIENT_SIDE = 256;
 
 export interface ControlImageRunnerOptions {
@@ -144,7 +144,9 @@ export async function clientControlImage(
   const fitSide = Math.round(CLIENT_IMAGE_RATIO * Math.min(canvas.width, canvas.height));
   // A code drawn at a pixel or two a module (`qrcode` at scale 1): its module edges cannot be
   // measured, and a smooth resize would blur it. Repeated pixels keep it exactly as drawn.
-  const source = upscaleNearest(client, Math.max(1, Math.ceil(SMALL_CLIENT_SIDE / Math.min(client.width, client.height))));
+  // Both sides small: a long strip stays as it is (enlarged, it would cost memory, not locating).
+  const small = Math.max(client.width, client.height) < SMALL_CLIENT_SIDE;
+  const source = small ? upscaleNearest(client, Math.ceil(SMALL_CLIENT_SIDE / Math.min(client.width, client.height))) : client;
   const placed = await locateAndPlace(source, decoded.text, canvas, fitSide);
   if ('reason' in placed) {
     return { image: await letterbox(source, canvas, fitSide), expected: decoded.text, codeSide: fitSide, clientCode: { located: false, reason: placed.reason } };

@@ -38,7 +38,9 @@ describe('settings bounds', () => {
       WARMUP_SIZES: '768x768,3840x2160',
     });
     expect(config).toMatchObject({ JOB_TIMEOUT_MS: 2147483647, JOB_ACK_WAIT_MS: 1000, PUBLIC_BASE_URL: 'https://images.example.com/qr/', WARMUP_SIZES: '768x768,3840x2160' });
-    expect(loadConfig({ DATABASE_URL: 'postgres://u@h/db' }).DATABASE_URL).toBe('postgres://u@h/db');
+    for (const url of ['postgres://u@h/db', 'POSTGRES://u@h/db', 'socket:/var/run/postgresql?db=qrart', '/var/run/postgresql qrart']) {
+      expect(loadConfig({ DATABASE_URL: url }).DATABASE_URL).toBe(url);
+    }
     for (const servers of ['nats://nats-0.nats:4222,nats://nats-1.nats:4222', 'localhost:4222', 'tls://nats.example.com:4222']) {
       expect(loadConfig({ NATS_URL: servers }).NATS_URL).toBe(servers);
     }

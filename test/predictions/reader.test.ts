@@ -50,5 +50,12 @@ describe('the prediction reader', () => {
     expect((await reading)!.status).toBe('executing');
     expect((await reader.get('rhea', id))!.status).toBe('executing');
     expect(await reader.get('someone-else', id)).toBeNull();
+
+    // A record a status further wins whatever its updatedAt says: a queued record's comes from
+    // the API's clock, a transition's from the database's, and the two may disagree.
+    const skewed = createPredictionReader(db, 60_000);
+    skewed.remember({ ...queued, updatedAt: new Date(Date.parse(queued.updatedAt) + 60_000).toISOString() });
+    skewed.remember(executing);
+    expect((await skewed.get('rhea', id))!.status).toBe('executing');
   });
 });

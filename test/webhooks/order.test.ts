@@ -103,4 +103,17 @@ describe('the order of one prediction\'s webhooks', () => {
     await sleep(300);
     expect(arrivals(receiver, '/late')).toEqual(['executed']);
   });
+
+  it('executing published after the terminal webhook went out (the outbox sweep, after a broker hiccup): the worker\'s terminal event drops it', async () => {
+    start([500]);
+    const { executing, executed } = deliveries(`${receiver.url}/swept`);
+    // What the worker published, as the events stream keeps it.
+    await queue.js.publish(subjects.event(executed.predictionId), JSON.stringify({ predictionId: executed.predictionId, status: 'executed', at: new Date().toISOString(), workerId: 'w', images: ['a'.repeat(16) + '.png'], isScanables: [true] }));
+    await enqueue(executed);
+    await waitFor(streamEmpty, 10_000);
+    await enqueue(executing);
+    await waitFor(streamEmpty, 10_000);
+    await sleep(300);
+    expect(arrivals(receiver, '/swept')).toEqual(['executed']);
+  });
 });
