@@ -1,5 +1,5 @@
 import type { Database } from '../store/database.ts';
-import type { PredictionRecord } from '../store/prediction-record.ts';
+import { STATUS_RANK as RANK, type PredictionRecord } from '../store/prediction-record.ts';
 import { getPrediction } from '../store/predictions.ts';
 import { TtlCache } from '../util/ttl-cache.ts';
 
@@ -14,9 +14,6 @@ export interface PredictionReader {
  * Reads for polling clients. A record changed by this process is seen at once; one changed
  * by another API replica may be seen up to ttlMs late (READ_CACHE_TTL_MS, 0 disables).
  */
-/** Status order: a status never goes back. */
-const RANK: Readonly<Record<PredictionRecord['status'], number>> = { queued: 0, executing: 1, executed: 2, failed: 2 };
-
 /**
  * Whether `a` is a later state of the prediction than `b`: by status first (a queued record's
  * updatedAt comes from the API's clock, a transition's from the database's), then by updatedAt

@@ -7,6 +7,9 @@ import { centsToCredits } from '../workflows/pricing.ts';
 
 export type PredictionStatus = 'queued' | 'executing' | 'executed' | 'failed';
 
+/** Statuses in the order a prediction goes through them: a status never goes back. */
+export const STATUS_RANK: Readonly<Record<PredictionStatus, number>> = { queued: 0, executing: 1, executed: 2, failed: 2 };
+
 /** The prediction record of spec 2.2, as the API returns it. */
 export interface PredictionRecord {
   id: string;

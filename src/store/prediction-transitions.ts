@@ -6,10 +6,8 @@ import type { PredictionError, PredictionOutput, StatusEvent } from '../messages
 import { NSFW_ERROR, NSFW_OUTPUT } from '../messages/schemas.ts';
 import type { Database } from './database.ts';
 import { enqueueOutbox, type OutboxMessage, type PendingOutboxMessage } from './outbox.ts';
-import { PREDICTION_COLUMNS, toRecord, type PredictionRecord, type PredictionRow, type PredictionStatus } from './prediction-record.ts';
+import { PREDICTION_COLUMNS, STATUS_RANK as RANK, toRecord, type PredictionRecord, type PredictionRow, type PredictionStatus } from './prediction-record.ts';
 import { centsToCredits } from '../workflows/pricing.ts';
-
-const RANK: Record<PredictionStatus, number> = { queued: 0, executing: 1, executed: 2, failed: 2 };
 
 export type StatusChange =
   | { applied: false; current: PredictionStatus | null; /** A late `executing` set the start of a finished record. */ corrected?: PredictionRecord }

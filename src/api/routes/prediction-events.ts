@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Queryable } from '../../store/database.ts';
-import type { PredictionRecord } from '../../store/prediction-record.ts';
+import { STATUS_RANK as RANK, type PredictionRecord } from '../../store/prediction-record.ts';
 import { getPrediction } from '../../store/predictions.ts';
 import type { FeedUpdate, PredictionFeed } from '../../queue/prediction-feed.ts';
 import { principalOf } from '../auth.ts';
@@ -23,8 +23,6 @@ const APPLY_WAIT_MS = 200;
 const APPLY_WAIT_TRIES = 25;
 
 const isFinal = (record: PredictionRecord): boolean => record.status === 'executed' || record.status === 'failed';
-/** Statuses in the order a prediction goes through them. */
-const RANK: Readonly<Record<PredictionRecord['status'], number>> = { queued: 0, executing: 1, executed: 2, failed: 2 };
 
 /**
  * GET /v1/predictions/{id}/events: the prediction as server-sent events. `prediction` carries
