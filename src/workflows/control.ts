@@ -14,6 +14,12 @@ export type ControlPlan =
   | { readonly kind: 'client-image'; readonly url: string; readonly canvas: Canvas }
   | { readonly kind: 'none' };
 
+/** Whether the service draws the workflow's code from its content (a plan of kind 'content': the v4 and v5 families). */
+export function drawsCode(workflow: WorkflowName): boolean {
+  const { family } = catalogue[workflow];
+  return family === 'qr-content' || family === 'qr-v5';
+}
+
 /** The input has passed parseCreateBody, so fields are present and in range. */
 export function controlPlanFor(workflow: WorkflowName, input: Readonly<Record<string, unknown>>): ControlPlan {
   const entry = catalogue[workflow];

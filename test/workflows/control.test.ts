@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { controlPlanFor } from '../../src/workflows/control.ts';
+import { controlPlanFor, drawsCode } from '../../src/workflows/control.ts';
+import { WORKFLOWS } from '../../src/workflows/names.ts';
 import { expectOk, minimalBody, parse } from './helpers.ts';
 
 /** The control plan is read from the input exactly as the API normalized it. */
@@ -9,6 +10,10 @@ const planFor = (body: Record<string, unknown>) => {
 };
 
 describe('what a job draws', () => {
+  it.each(WORKFLOWS.map((workflow) => [workflow]))('drawsCode(%s) says whether its plan is a drawn code', (workflow) => {
+    expect(drawsCode(workflow)).toBe(planFor(minimalBody(workflow)).kind === 'content');
+  });
+
   it('v5: the requested size, the echoed placement and pattern, Monster-style gray for the universal model', () => {
     const plan = planFor({ ...minimalBody('generate_qr_art_v5'), aspectRatio: '9:16', resolution: 'HD', qrRatio: 0.5, qrY: 40, qrCodePartern: 'd2' });
     expect(plan).toEqual({

@@ -2,15 +2,11 @@ import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
 import { encodePng, resizeImage } from '../../image/decode.ts';
 import { renderControlImage } from '../../qr/control-image.ts';
-import { catalogue } from '../../workflows/catalogue.ts';
-import { controlPlanFor } from '../../workflows/control.ts';
+import { controlPlanFor, drawsCode } from '../../workflows/control.ts';
 import { isWorkflowName } from '../../workflows/names.ts';
 import { centsToCredits } from '../../workflows/pricing.ts';
 import { parseCreateBody, type ParsedPrediction } from '../../workflows/validate.ts';
 import { ApiError, invalidRequest } from '../errors.ts';
-
-/** Workflow families whose code the server draws: what a preview shows. */
-const HAS_LAYOUT: ReadonlySet<string> = new Set(['qr-content', 'qr-v5']);
 
 export interface FreeToolsOptions {
   allowPrivateUrls: boolean;
@@ -62,7 +58,7 @@ export async function freeToolRoutes(app: FastifyInstance, options: FreeToolsOpt
     const body = request.body;
     const given = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
     // Before the fields: a workflow with nothing to draw is told so, not asked for its required fields first.
-    if (given && isWorkflowName(given.workflow) && !HAS_LAYOUT.has(catalogue[given.workflow].family)) throw noPreview(given.workflow);
+    if (given && isWorkflowName(given.workflow) && !drawsCode(given.workflow)) throw noPreview(given.workflow);
     // The layout is what is previewed: the text fields a create requires may still be empty
     // (absent, null, or blank).
     const blank = (value: unknown) => value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
