@@ -54,7 +54,7 @@ export interface DispatcherOptions {
  * waits for one, and each frees within WEBHOOK_TIMEOUT_MS.
  *
  * Order. A prediction's terminal webhook waits while its `executing` one is still to be settled,
- * and an `executing` one whose terminal one is already queued is dropped (prediction-order.ts):
+ * and an `executing` one is dropped once the prediction has finished (prediction-order.ts):
  * a receiver never sees a prediction go backwards, even when a retry or a busy destination
  * held the earlier one back.
  *
@@ -99,7 +99,7 @@ export function startWebhookDispatcher(options: DispatcherOptions): RunningConsu
     // One prediction's webhooks in order, whichever replica holds which (prediction-order.ts).
     const order = await deliveryOrder(options.queue.jsm, delivery);
     if (order === 'superseded') {
-      logger.info({ deliveryId: delivery.deliveryId, predictionId: delivery.predictionId }, 'executing webhook superseded by the terminal one queued after it; not sent');
+      logger.info({ deliveryId: delivery.deliveryId, predictionId: delivery.predictionId }, 'executing webhook not sent: the prediction has finished');
       msg.ack();
       return;
     }

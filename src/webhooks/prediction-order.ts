@@ -17,6 +17,7 @@
  */
 import type { JetStreamManager } from '@nats-io/jetstream';
 import { WebhookDelivery } from '../messages/schemas.ts';
+import { safeJson } from '../predictions/apply-events.ts';
 import { STREAMS, subjects } from '../queue/subjects.ts';
 
 /** A retry due further away than this cannot be in flight, so it may be deleted. */
@@ -34,13 +35,7 @@ export type DeliveryOrder = 'send' | 'wait' | 'superseded';
 async function pending(jsm: JetStreamManager, predictionId: string, status: DeliveryStatus): Promise<{ seq: number; delivery: WebhookDelivery | null } | null> {
   const stored = await jsm.streams.getMessage(STREAMS.webhooks, { last_by_subj: subjects.webhook(predictionId, status) });
   if (!stored) return null;
-  let json: unknown;
-  try {
-    json = stored.json();
-  } catch {
-    json = undefined;
-  }
-  const parsed = WebhookDelivery.safeParse(json);
+  const parsed = WebhookDelivery.safeParse(safeJson(stored));
   return { seq: stored.seq, delivery: parsed.success ? parsed.data : null };
 }
 
@@ -48,12 +43,9 @@ async function pending(jsm: JetStreamManager, predictionId: string, status: Deli
 async function finishedByWorker(jsm: JetStreamManager, predictionId: string): Promise<boolean> {
   const stored = await jsm.streams.getMessage(STREAMS.events, { last_by_subj: subjects.event(predictionId) });
   if (!stored) return false;
-  try {
-    const status = (stored.json() as { status?: unknown } | null)?.status;
-    return status === 'executed' || status === 'failed';
-  } catch {
-    return false; // a malformed event (the applier dropped it): it says nothing
-  }
+  // A malformed event (the applier dropped it) says nothing.
+  const status = (safeJson(stored) as { status?: unknown } | undefined)?.status;
+  return status === 'executed' || status === 'failed';
 }
 
 export async function deliveryOrder(jsm: JetStreamManager, delivery: WebhookDelivery, now = Date.now()): Promise<DeliveryOrder> {
