@@ -5,8 +5,6 @@
  * pass, v1 client images, and the manifest-default / request-field mapping.
  */
 import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
@@ -22,6 +20,7 @@ import { InferenceCrashError, InferenceRunError, type InferencePlan } from '../.
 import { JobInputError, type RenderedImage, type RunHooks, type RunOutcome } from '../../src/worker/runner.ts';
 import { FinishPool } from '../../src/worker/finish-pool.ts';
 import { parseCreateBody } from '../../src/workflows/validate.ts';
+import { serveFiles } from '../helpers/file-server.ts';
 import { opencvDecode, zbarDecode } from '../helpers/independent-decoders.ts';
 import { COUNT, MIN_READ } from '../../src/qr/robustness.ts';
 
@@ -227,25 +226,23 @@ describe('DiffusionRunner on the demo models', () => {
     const canvas = { width: 400, height: 400 };
     const code = renderControlImage({ content: 'V1-CODE', pattern: 's1', canvas, placement: placementFor(canvas, 1), background: 'white', errorCorrectionLevel: 'H' });
     const png = await encodePng(code.image);
-    const server = http.createServer((_, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(png));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const files = await serveFiles({ '/code.png': png });
     try {
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/code.png`;
+      const url = `${files.url}/code.png`;
       const out = images(await runner.run(job({ workflow: 'generate_qr_art', qrText: 'a blue garden', qrImage: url, qrSteps: 10, seed: 3 }), signal()));
       expect(out).toHaveLength(1);
       expect(await sharp(out[0]!.data).metadata()).toMatchObject({ width: 768, height: 768 });
       expect(out[0]!.isScannable).toBe(await refereeReads(out[0]!.data, 'V1-CODE'));
     } finally {
-      server.close();
+      await files.close();
     }
   });
 
   it('outpainting: fetches and resizes the image, returns one PNG of the padded size, with the caption when there is no prompt', async () => {
     const png = await sharp({ create: { width: 100, height: 80, channels: 3, background: { r: 200, g: 40, b: 40 } } }).png().toBuffer();
-    const server = http.createServer((_, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(png));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const files = await serveFiles({ '/photo.png': png });
     try {
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/photo.png`;
+      const url = `${files.url}/photo.png`;
       const body = { workflow: 'outpainting', image: url, image_width: 64, image_height: 64, padding_left: 8, padding_right: 16, padding_top: 0, padding_bottom: 24, type: 'one_shot', seed: 4 };
       const outcome = await runner.run(job(body), signal());
       if (outcome.kind !== 'images') throw new Error(outcome.kind);
@@ -257,7 +254,7 @@ describe('DiffusionRunner on the demo models', () => {
       expect(prompted).toMatchObject({ kind: 'images' });
       expect(prompted).not.toHaveProperty('caption');
     } finally {
-      server.close();
+      await files.close();
     }
   });
 });
@@ -286,10 +283,9 @@ describe('a worker whose manifest lacks a graph the job needs', () => {
 
   it('fails it as workflow_unavailable naming the graph (refunded, not handed back to be retried): outpainting with a blank prompt and no captioner', async () => {
     const png = await sharp({ create: { width: 64, height: 64, channels: 3, background: { r: 20, g: 90, b: 200 } } }).png().toBuffer();
-    const server = http.createServer((_, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(png));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const files = await serveFiles({ '/photo.png': png });
     try {
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/photo.png`;
+      const url = `${files.url}/photo.png`;
       const body = { workflow: 'outpainting', image: url, image_width: 64, image_height: 64, padding_left: 8, padding_right: 8, padding_top: 8, padding_bottom: 8, type: 'one_shot', seed: 4 };
       const error = await lackingRunner.run(job(body), signal()).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(JobInputError);
@@ -297,7 +293,7 @@ describe('a worker whose manifest lacks a graph the job needs', () => {
       // With a prompt nothing needs the captioner.
       expect(await lackingRunner.run(job({ ...body, prompt: 'a blue sky' }), signal())).toMatchObject({ kind: 'images' });
     } finally {
-      server.close();
+      await files.close();
     }
   });
 });
