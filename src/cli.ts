@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { ConfigError, loadConfig, type Config } from './config.ts';
+import { ConfigError, DEFAULT_DATA_DIR, loadConfig, type Config } from './config.ts';
 import { createLogger, resolveLogFormat, type Logger } from './logger.ts';
 import { startApiService } from './runtime/api-service.ts';
 import { killLocalServers, NatsServerMissingError, startLocalNats, type LocalNats } from './runtime/local-nats.ts';
@@ -72,7 +72,7 @@ export async function main(argv: string[]): Promise<number> {
     if (where !== undefined && (code === 'EACCES' || code === 'EPERM' || code === 'EROFS' || code === 'ENOTDIR' || code === 'EEXIST')) {
       // A folder or file it cannot make or write: one line, not a stack; under DATA_DIR (the
       // stores, locks and secret), which setting to change.
-      const dataDir = path.resolve(process.env.DATA_DIR || './data');
+      const dataDir = path.resolve(process.env.DATA_DIR || DEFAULT_DATA_DIR);
       const inDataDir = path.resolve(where) === dataDir || path.resolve(where).startsWith(dataDir + path.sep);
       console.error(`cannot use ${where} (${code})${inDataDir ? ': DATA_DIR must name a directory this user can write' : ''}`);
       return 1;

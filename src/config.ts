@@ -76,6 +76,9 @@ const parsedBy = <T>(parse: (value: string) => T) =>
     }
   });
 
+/** Where the stores, locks and the generated webhook secret live unless DATA_DIR says otherwise. */
+export const DEFAULT_DATA_DIR = './data';
+
 /** Every environment variable the service reads, validated once at start. */
 export const ConfigSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -84,7 +87,7 @@ export const ConfigSchema = z.object({
   PUBLIC_BASE_URL: httpUrl
     .refine((value) => !/[?#]/.test(value), 'must not carry a query or fragment: image paths are appended to it')
     .optional(),
-  DATA_DIR: z.string().default('./data'),
+  DATA_DIR: z.string().default(DEFAULT_DATA_DIR),
   /** PostgreSQL server; when unset, the embedded PGlite database in DATA_DIR/pglite is used. */
   DATABASE_URL: z
     .string()
