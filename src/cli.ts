@@ -193,20 +193,20 @@ const START_SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP']
 export const DEVICE_FAULT_EXIT_CODE = 3;
 
 /**
- * The device failed or the inference thread is stuck: every job in hand has been handed back;
- * stop what can be stopped and exit non-zero so the orchestrator replaces the pod. A thread stuck
- * in native code keeps even process.exit() from finishing, so past a grace period the process
- * kills itself.
+ * The device failed or the inference thread is stuck: every job that needed the device has been
+ * handed back; stop what can be stopped (jobs past the device are delivered) and exit non-zero so
+ * the orchestrator replaces the pod. A thread stuck in native code keeps even process.exit() from
+ * finishing, so past a grace period the process kills itself.
  */
 async function exitOnDeviceFault(logger: Logger, error: Error, stoppers: (() => Promise<unknown>)[], graceMs: number): Promise<never> {
-  logger.fatal({ err: error }, 'giving the device up: every job in hand was handed back; exiting');
+  logger.fatal({ err: error }, 'giving the device up: the jobs that needed it were handed back; exiting');
   const stopped = (async () => {
     for (const stop of stoppers) await stop().catch((err) => logger.error({ err }, 'error during shutdown'));
     return true;
   })();
   const done = await Promise.race([stopped, new Promise<false>((resolve) => setTimeout(() => resolve(false), graceMs).unref())]);
   if (!done) {
-    logger.fatal('shutdown did not finish (a thread is stuck in native code); killing the process');
+    logger.fatal('shutdown did not finish in time (a thread stuck in native code, or a job past the device still finishing); killing the process');
     process.kill(process.pid, 'SIGKILL');
   }
   process.exit(DEVICE_FAULT_EXIT_CODE);

@@ -84,6 +84,9 @@ export async function startWorkerService(options: { config: Config; natsUrl: str
     // Three signs of life per ack window (JOB_ACK_WAIT_MS is at least 1 s).
     heartbeatMs: Math.floor(config.JOB_ACK_WAIT_MS / 3),
     onFatal: reportFatal,
+    // The exiting process waits JOB_ABORT_GRACE_MS for its stop (cli.ts): a job past the device
+    // that is not delivered by two thirds of it is handed back while the connection is still up.
+    finishAfterFaultMs: Math.floor((config.JOB_ABORT_GRACE_MS * 2) / 3),
     metrics,
   });
   const d = daemon;

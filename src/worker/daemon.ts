@@ -20,8 +20,14 @@ export interface WorkerDaemonOptions {
   workerId?: string;
   /** Heartbeat interval; must be well inside the consumer's AckWait. */
   heartbeatMs: number;
-  /** The device failed: every job in hand has been handed back; the process should exit. */
+  /** The device failed: every job that still needed it has been handed back; the process should exit. */
   onFatal?: (error: Error) => void;
+  /**
+   * After a device fault, how long a job already past the device (its images being finished on the
+   * CPU and uploaded) may take to be delivered before it is handed back too. Keep it inside the
+   * time the exiting process gives its stop (JOB_ABORT_GRACE_MS).
+   */
+  finishAfterFaultMs?: number;
   /** Where jobs, their waits, durations, uploads and images are recorded. */
   metrics?: WorkerMetrics;
 }
@@ -32,7 +38,10 @@ export interface WorkerDaemon {
   ready(): boolean;
   /** Jobs in hand now. */
   inHand(): number;
-  /** Stops pulling, hands back every job in hand, reports the fault (the device is gone). */
+  /**
+   * Stops pulling, hands back every job on or waiting for the device, reports the fault (the device
+   * is gone). Jobs past the device are finished and delivered, within finishAfterFaultMs.
+   */
   fatal(error: Error): Promise<void>;
   /** Stops pulling, lets jobs in hand finish, then resolves. */
   stop(): Promise<void>;
@@ -57,12 +66,14 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
   const { queue, runner, metrics } = options;
   const workerId = options.workerId ?? `${hostname()}-${process.pid}`;
   const logger = options.logger.child({ component: 'worker', workerId, runner: runner.name });
-  const abort = new AbortController();
   const deviceSlots = 1 + options.prefetch;
+  const finishAfterFaultMs = options.finishAfterFaultMs ?? 10_000;
   let pulling = true;
   let fatalError: Error | undefined;
-  /** Messages in hand, and whether each still needs the device. */
-  const held = new Map<JsMsg, { device: boolean; job: Promise<void> }>();
+  /** Messages in hand: whether each still needs the device, its run, and how fatal() stops that run. */
+  const held = new Map<JsMsg, { device: boolean; job: Promise<void>; abort: AbortController }>();
+  /** Messages nak'ed by fatal(): their run's failure is that hand-back, not a fault of their own. */
+  const handedBack = new Set<JsMsg>();
   let wake: (() => void) | undefined;
   const changed = (): void => {
     wake?.();
@@ -75,7 +86,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
     });
   };
 
-  async function handleJob(msg: JsMsg): Promise<void> {
+  async function handleJob(msg: JsMsg, signal: AbortSignal): Promise<void> {
     let job: JobMessage;
     try {
       job = JobMessage.parse(JSON.parse(new TextDecoder().decode(msg.data)));
@@ -106,7 +117,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
       let outcome: RunOutcome;
       try {
         outcome = await runner.run(job, {
-          signal: abort.signal,
+          signal,
           onStart: () => void announce().catch((err) => log.warn({ err }, 'executing event not published; it is sent again with the result')),
           onDeviceDone: releaseDevice,
           onProgress: progressPublisher(queue.nc, job.id),
@@ -146,7 +157,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
       msg.ack();
       log.info({ ms: Date.now() - started, outcome: outcome.kind }, 'job done');
     } catch (error) {
-      if (fatalError) {
+      if (handedBack.has(msg)) {
         metrics?.jobFinished(job.workflow, 'handed_back'); // by fatal()
         return;
       }
@@ -166,8 +177,10 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
         msg.ack();
         log.warn({ err: error }, 'job failed on its input');
       } else if (error instanceof DeviceFaultError) {
-        log.fatal({ err: error }, 'device fault during a job; handing every job back and giving the device up');
+        log.fatal({ err: error }, 'device fault during a job; handing back the jobs that need the device and giving the device up');
         metrics?.jobFinished(job.workflow, 'handed_back');
+        // Its device work ended in the fault, so fatal() no longer counts it as on the device.
+        handBack([msg]);
         await fatal(error);
       } else {
         metrics?.jobFinished(job.workflow, 'handed_back');
@@ -201,10 +214,11 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
             msg.nak();
             break;
           }
-          const entry = { device: true, job: Promise.resolve() };
+          const entry = { device: true, job: Promise.resolve(), abort: new AbortController() };
           held.set(msg, entry);
-          entry.job = handleJob(msg).finally(() => {
+          entry.job = handleJob(msg, entry.abort.signal).finally(() => {
             held.delete(msg);
+            handedBack.delete(msg);
             changed();
           });
         }
@@ -217,15 +231,42 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
   })();
   logger.info({ prefetch: options.prefetch, maxInHand: options.maxInHand }, 'worker pulling jobs');
 
+  /**
+   * Hands messages back now rather than after AckWait; just after this worker's last pull has
+   * expired, so that pull cannot take one of them again (each delivery counts toward MaxDeliver).
+   */
+  function handBack(messages: Iterable<JsMsg>): void {
+    for (const msg of messages) {
+      if (handedBack.has(msg)) continue;
+      handedBack.add(msg);
+      msg.nak(PULL_EXPIRES_MS + 1000);
+    }
+  }
+
   async function fatal(error: Error): Promise<void> {
     if (fatalError) return;
     fatalError = error;
     pulling = false;
     changed();
-    // Every job in hand goes back now rather than after AckWait; just after this worker's last
-    // pull has expired, so that pull cannot take one of them again (each delivery counts toward MaxDeliver).
-    for (const msg of held.keys()) msg.nak(PULL_EXPIRES_MS + 1000);
-    abort.abort(error);
+    // A job past the device has its images; only their scan check, PNGs and upload are left, on
+    // the CPU. Handing it back would run it on another device again and drop that run's result as
+    // a duplicate, so it is delivered, unless it takes longer than the exiting process can wait.
+    const finishing = [...held].filter(([msg, h]) => !h.device && !handedBack.has(msg));
+    const onDevice = [...held].filter(([, h]) => h.device);
+    handBack(onDevice.map(([msg]) => msg));
+    for (const [, h] of onDevice) h.abort.abort(error);
+    if (finishing.length > 0) {
+      logger.warn({ jobs: finishing.length }, 'jobs past the device are finished and delivered before exiting');
+      const late = setTimeout(() => {
+        const left = finishing.map(([msg]) => msg).filter((msg) => held.has(msg));
+        if (left.length === 0) return;
+        logger.warn({ jobs: left.length, ms: finishAfterFaultMs }, 'jobs past the device were not delivered in time; handing them back');
+        handBack(left);
+        void queue.nc.flush().catch(() => undefined);
+      }, finishAfterFaultMs);
+      late.unref();
+      void Promise.all(finishing.map(([, h]) => h.job)).then(() => clearTimeout(late));
+    }
     await queue.nc.flush().catch(() => undefined);
     options.onFatal?.(error);
   }
@@ -241,7 +282,6 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
       changed();
       await loop;
       await Promise.all([...held.values()].map((h) => h.job));
-      abort.abort();
     },
   };
 }

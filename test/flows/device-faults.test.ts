@@ -90,6 +90,31 @@ describe('device faults (fault injection on CPU, real nats-server, worker proces
     expect(done.delivery).toBe(2);
   }, 300_000);
 
+  it('a device fault while an earlier job is past the device: that job is delivered by the faulting worker, not run again; the one on the device goes to another worker', async () => {
+    // The first job's 10 denoiser runs pass; the second job's second one faults. The first job's
+    // CPU tail (4 images repaired) is then still running on the finishing threads.
+    const broken = worker('fault-while-finishing', { QR_ART_FAULT_INJECTION: 'device:denoiser:12' });
+    await broken.waitForRecord(isPulling, 90_000);
+    const first = await api().create(job('finishing', { qrRepair: 'always', batchSize: 4 }));
+    const second = await api().create(job('on-device'));
+    expect(await exitOf(broken, 90_000)).toEqual({ code: 3, signal: null });
+    const fault = broken.records().find((r) => r.level === 60 && /device fault during a job/.test(r.msg));
+    expect(fault?.predictionId).toBe(second.id);
+    expect(broken.records().some((r) => r.msg === 'jobs past the device are finished and delivered before exiting')).toBe(true);
+    const delivered = broken.records().find((r) => r.msg === 'job done' && r.predictionId === first.id);
+    expect(delivered?.delivery).toBe(1);
+    expect((await api().get(first.id)).status).toBe('executed');
+
+    const healthy = worker('after-fault-while-finishing');
+    await waitForStatus(stack, KEY, second.id, ['executed', 'failed'], 120_000);
+    await expectExecutedOnce(second.id, second.credits);
+    expect((await healthy.waitForRecord((r) => r.msg === 'job done' && r.predictionId === second.id, 10_000)).delivery).toBe(2);
+    // Had the first job been handed back too, its redelivery (3 s after the fault) would be here by now.
+    await sleep(5000);
+    expect(healthy.records().filter((r) => r.predictionId === first.id)).toEqual([]);
+    await expectExecutedOnce(first.id, first.credits);
+  }, 300_000);
+
   it('out of memory fails the job with a clear error and a refund, and the worker goes on', async () => {
     const w = worker('oom', { QR_ART_FAULT_INJECTION: 'oom:denoiser:2' });
     await w.waitForRecord(isPulling, 90_000);
