@@ -74,6 +74,30 @@ export async function startWorkerService(options: { config: Config; natsUrl: str
   } else {
     runner = new ControlImageRunner({ policy, fetchLimits });
   }
+  const readiness = {
+    pulling: async () => daemon?.ready() ?? false,
+    inference: async () => (inference ? inference.state === 'ready' : true),
+  };
+  metrics.countJobsInHand(() => daemon?.inHand() ?? 0);
+  let http: WorkerHealthServer | undefined;
+  const stop = async (): Promise<void> => {
+    await daemon?.stop();
+    await http?.close();
+    await finishing?.close();
+    await inference?.close();
+    await queue.close();
+  };
+  // Bound before the first pull: a worker that cannot serve its probes (the port is taken, most
+  // likely) exits without having taken a job it would then have to finish first.
+  if (config.WORKER_METRICS_PORT !== undefined && config.WORKER_METRICS_PORT !== 'off') {
+    try {
+      http = await startWorkerHealthServer({ port: config.WORKER_METRICS_PORT, host: config.HOST, checks: readiness, registry: metrics.registry, logger });
+    } catch (error) {
+      await stop();
+      throw error;
+    }
+    logger.info({ address: http.address, metrics: `${http.address}/metrics` }, 'worker health endpoint listening');
+  }
   daemon = startWorkerDaemon({
     queue,
     runner,
@@ -89,30 +113,6 @@ export async function startWorkerService(options: { config: Config; natsUrl: str
     finishAfterFaultMs: Math.floor((config.JOB_ABORT_GRACE_MS * 2) / 3),
     metrics,
   });
-  const d = daemon;
-  metrics.countJobsInHand(() => d.inHand());
-  const readiness = {
-    pulling: async () => d.ready(),
-    inference: async () => (inference ? inference.state === 'ready' : true),
-  };
-  let http: WorkerHealthServer | undefined;
-  const stop = async (): Promise<void> => {
-    await d.stop();
-    await http?.close();
-    await finishing?.close();
-    await inference?.close();
-    await queue.close();
-  };
-  if (config.WORKER_METRICS_PORT !== undefined && config.WORKER_METRICS_PORT !== 'off') {
-    try {
-      http = await startWorkerHealthServer({ port: config.WORKER_METRICS_PORT, host: config.HOST, checks: readiness, registry: metrics.registry, logger });
-    } catch (error) {
-      // The port is taken, most likely: the probes would fail, so the worker does not run without it.
-      await stop();
-      throw error;
-    }
-    logger.info({ address: http.address, metrics: `${http.address}/metrics` }, 'worker health endpoint listening');
-  }
   return {
     daemon,
     readiness,

@@ -1,4 +1,5 @@
 import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -226,6 +227,20 @@ describe('worker faults (real nats-server, worker child processes, diffusion on 
         expect(exit, bad.output()).toEqual({ code: 1, signal: null });
         for (const text of says) expect(bad.stderr()).toContain(text);
         expect(bad.records().some(isPulling)).toBe(false);
+      }
+      // A good manifest but a health port that is taken: the probes could never pass, so it exits
+      // before its first pull, without taking the job it would have to finish first.
+      const taken = createServer();
+      await new Promise<void>((resolve) => taken.listen(0, resolve));
+      try {
+        const port = String((taken.address() as AddressInfo).port);
+        const noProbes = worker('worker-health-port-taken', { WORKER_METRICS_PORT: port });
+        const exit = await Promise.race([noProbes.exited, sleep(90_000).then(() => 'still running' as const)]);
+        expect(exit, noProbes.output()).toEqual({ code: 1, signal: null });
+        expect(noProbes.stderr()).toContain(`port ${port} is already in use`);
+        expect(noProbes.records().some(isPulling)).toBe(false);
+      } finally {
+        taken.close();
       }
 
       // Still queued, still in the work queue, never handed to the bad workers.
