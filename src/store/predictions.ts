@@ -212,12 +212,18 @@ export async function listPredictions(
   userId: string,
   page: { limit: number; offset: number },
 ): Promise<{ docs: ListedPrediction[]; totalDocs: number }> {
-  const [{ rows }, { rows: counted }] = await Promise.all([
-    db.query<PredictionRow>(
-      `SELECT ${PREDICTION_COLUMNS} FROM predictions WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3`,
-      [userId, page.limit, page.offset],
-    ),
-    db.query<{ total: string | number }>('SELECT count(*) AS total FROM predictions WHERE user_id = $1', [userId]),
-  ]);
-  return { docs: rows.map((row) => toListed(toRecord(row))), totalDocs: Number(counted[0]?.total ?? 0) };
+  // One statement, so the page and the total see one snapshot: two queries on a pool could see a
+  // create between them (a page of 4 docs with totalDocs 3). The count's row is always there; past
+  // the end its page columns are null.
+  const { rows } = await db.query<{ total: string | number } & (PredictionRow | { [K in keyof PredictionRow]: null })>(
+    `SELECT counted.total, page.* FROM
+       (SELECT count(*) AS total FROM predictions WHERE user_id = $1) AS counted
+       LEFT JOIN LATERAL (
+         SELECT ${PREDICTION_COLUMNS} FROM predictions WHERE user_id = $1 ORDER BY created_at DESC, id DESC LIMIT $2 OFFSET $3
+       ) AS page ON true
+     ORDER BY page.created_at DESC, page.id DESC`,
+    [userId, page.limit, page.offset],
+  );
+  const docs = rows.flatMap((row) => (row.id === null ? [] : [toListed(toRecord(row))]));
+  return { docs, totalDocs: Number(rows[0]?.total ?? 0) };
 }

@@ -7,7 +7,7 @@ import { addApiKey, authenticate, balanceOf, ensureUser, grantCredits, revokeApi
 import type { Database } from '../../src/store/database.ts';
 import { openDatabase } from '../../src/store/open-database.ts';
 import { migrate } from '../../src/store/migrations.ts';
-import { createPrediction, createPredictions, InsufficientCreditsError, type NewPrediction } from '../../src/store/predictions.ts';
+import { createPrediction, createPredictions, InsufficientCreditsError, listPredictions, type NewPrediction } from '../../src/store/predictions.ts';
 import { backend, testDatabaseUrl } from '../helpers/database.ts';
 
 /**
@@ -15,7 +15,13 @@ import { backend, testDatabaseUrl } from '../helpers/database.ts';
  * server named by TEST_DATABASE_URL.
  */
 
-const LIST_SQL = `SELECT id FROM predictions WHERE user_id = 'user-0007' ORDER BY created_at DESC, id DESC LIMIT 10 OFFSET 0`;
+/** listPredictions' statement, for one user's first page. */
+const LIST_SQL = `SELECT counted.total, page.* FROM
+  (SELECT count(*) AS total FROM predictions WHERE user_id = 'user-0007') AS counted
+  LEFT JOIN LATERAL (
+    SELECT id, created_at FROM predictions WHERE user_id = 'user-0007' ORDER BY created_at DESC, id DESC LIMIT 10 OFFSET 0
+  ) AS page ON true
+  ORDER BY page.created_at DESC, page.id DESC`;
 
 function newPrediction(userId: string, costCents: number): NewPrediction {
   const id = randomUUID();
@@ -190,6 +196,28 @@ describe(`the store (${backend})`, () => {
     const chosen = await plan(db, { seqscan: true });
     // PostgreSQL picks the index on its own; PGlite's planner may still prefer a scan.
     if (db.kind === 'postgres') expect(chosen).toContain('predictions_user_newest');
+  });
+
+  it("a list's page and its total come from one snapshot, however creates interleave", async () => {
+    await ensureUser(db, 'lister');
+    await grantCredits(db, 'lister', 1_000_000);
+    let creating = true;
+    const creates = (async () => {
+      for (let n = 0; n < 60; n++) await createPrediction(db, newPrediction('lister', 1));
+      creating = false;
+    })();
+    const mismatches: { docs: number; totalDocs: number }[] = [];
+    let lists = 0;
+    while (creating) {
+      const { docs, totalDocs } = await listPredictions(db, 'lister', { limit: 100, offset: 0 });
+      lists++;
+      if (docs.length !== totalDocs) mismatches.push({ docs: docs.length, totalDocs });
+    }
+    await creates;
+    expect(lists).toBeGreaterThan(10);
+    expect(mismatches).toEqual([]);
+    // Past the end: no docs, and still the total.
+    expect(await listPredictions(db, 'lister', { limit: 10, offset: 60 })).toEqual({ docs: [], totalDocs: 60 });
   });
 
   it('stores API keys only as SHA-256 digests', async () => {
