@@ -10,25 +10,48 @@ declare module 'fastify' {
   }
 }
 
-/** onRequest hook: every /v1/predictions route needs a valid, unrevoked x-api-key. */
 /**
- * Valid keys are remembered for cacheTtlMs (API_KEY_CACHE_TTL_MS), so a revocation takes
- * effect within that window; unknown keys are never cached.
+ * Every /v1/predictions route needs a valid, unrevoked x-api-key (`hook`, an onRequest hook).
+ * Valid keys are remembered for cacheTtlMs (API_KEY_CACHE_TTL_MS), so a revocation takes effect
+ * within that window; unknown keys are never cached. A long-lived response (an event stream)
+ * asks `stillValid` again as it goes, so it ends within that window too.
  */
-export function requireApiKey(db: Queryable, cacheTtlMs: number) {
-  const known = new TtlCache<string, Principal>(cacheTtlMs);
-  return async function checkApiKey(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
-    const header = request.headers['x-api-key'];
-    const presented = Array.isArray(header) ? header[0] : header;
+export class ApiKeyCheck {
+  private readonly known: TtlCache<string, Principal>;
+
+  constructor(
+    private readonly db: Queryable,
+    cacheTtlMs: number,
+  ) {
+    this.known = new TtlCache<string, Principal>(cacheTtlMs);
+  }
+
+  readonly hook = async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    const presented = presentedKeyOf(request);
     if (!presented) throw unauthorized('missing x-api-key header');
-    let principal = known.get(presented) ?? null;
-    if (!principal) {
-      principal = await authenticate(db, presented);
-      if (!principal) throw unauthorized('unknown or revoked API key');
-      known.set(presented, principal);
-    }
+    const principal = await this.principalFor(presented);
+    if (!principal) throw unauthorized('unknown or revoked API key');
     request.principal = principal;
   };
+
+  /** Whether the key this request was let in with is still valid (cached like the hook's check). */
+  async stillValid(request: FastifyRequest): Promise<boolean> {
+    const presented = presentedKeyOf(request);
+    return presented !== undefined && (await this.principalFor(presented))?.keyId === request.principal?.keyId;
+  }
+
+  private async principalFor(presented: string): Promise<Principal | null> {
+    const cached = this.known.get(presented);
+    if (cached) return cached;
+    const principal = await authenticate(this.db, presented);
+    if (principal) this.known.set(presented, principal);
+    return principal;
+  }
+}
+
+function presentedKeyOf(request: FastifyRequest): string | undefined {
+  const header = request.headers['x-api-key'];
+  return (Array.isArray(header) ? header[0] : header) || undefined;
 }
 
 export function principalOf(request: FastifyRequest): Principal {

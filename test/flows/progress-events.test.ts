@@ -1,12 +1,15 @@
+import { connect } from 'node:net';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectQueue, type Queue } from '../../src/queue/connection.ts';
 import { subjects } from '../../src/queue/subjects.ts';
+import { listAccounts, revokeApiKey } from '../../src/store/accounts.ts';
 import { imageName, publishEvent, sleep } from '../helpers/flows.ts';
 import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
 
 const KEY = 'key-sse-0123456789abcdef0123456789abcdef';
 const OTHER = 'key-sse-other-0123456789abcdef012345678';
+const REVOKED = 'key-sse-revoked-0123456789abcdef0123456';
 
 interface Streamed {
   status: number;
@@ -131,7 +134,7 @@ describe('server-sent events with the worker played by the test', () => {
   let stack: TestStack;
   let worker: Queue;
   beforeAll(async () => {
-    stack = await startTestStack({ env: { API_KEYS: `sse:${KEY}:100` } });
+    stack = await startTestStack({ env: { API_KEYS: `sse:${KEY}:100,revokee:${REVOKED}:100`, API_KEY_CACHE_TTL_MS: '500' } });
     worker = await connectQueue(stack.nats.url, 'sse-test-worker');
   });
   afterAll(async () => {
@@ -154,4 +157,56 @@ describe('server-sent events with the worker played by the test', () => {
     expect(streamed.events.at(-1)!.event).toBe('prediction');
     expect(records(streamed.events).at(-1)!.status).toBe('executed');
   });
+
+  /** Subscriptions the server holds on this prediction's subjects (nats-server's monitoring). */
+  const watchersOf = async (id: string): Promise<string[]> => {
+    const body = (await (await fetch(`${stack.nats.monitorUrl}/subsz?subs=1&limit=10000`)).json()) as { subscriptions_list?: { subject: string }[] };
+    return (body.subscriptions_list ?? []).map((sub) => sub.subject).filter((subject) => subject.endsWith(id));
+  };
+
+  it('an open stream ends once its key is revoked, before the result, and opening it again is 401', async () => {
+    const created = await stack.call('POST', '/v1/predictions/queue', { key: REVOKED, body: { workflow: 'generate_qr_art_v4s', qrText: 'a lock', qrContent: 'https://example.com/lock' } });
+    const id = created.body.data.id as string;
+    const watching = stream(stack, id, REVOKED);
+    await sleep(300);
+    const [revokee] = (await listAccounts(stack.api.db)).filter((account) => account.userId === 'revokee');
+    for (const key of revokee!.keys) await revokeApiKey(stack.api.db, key.keyId);
+    const t0 = Date.now();
+    const streamed = await Promise.race([watching, sleep(20_000).then(() => null)]);
+    expect(streamed, 'the stream was still open 20 s after the revocation').not.toBeNull();
+    // Within the key cache (0.5 s here) and a record read (every 5 s).
+    expect(Date.now() - t0).toBeLessThan(8_000);
+    expect(streamed!.ended).toBe(true);
+    expect(records(streamed!.events).map((record) => record.status)).toEqual(['queued']);
+    expect(await watchersOf(id)).toEqual([]);
+    expect((await stream(stack, id, REVOKED)).status).toBe(401);
+  }, 30_000);
+
+  it('a client that leaves while the first record is read leaves nothing watching', async () => {
+    const created = await stack.call('POST', '/v1/predictions/queue', { key: KEY, body: { workflow: 'generate_qr_art_v4s', qrText: 'a door', qrContent: 'https://example.com/door' } });
+    const id = created.body.data.id as string;
+    // The database stalls on the stream's first read (fault injection on this one statement).
+    const db = stack.api.db;
+    const query = db.query.bind(db);
+    let stalled = false;
+    db.query = (async (sql: string, params?: readonly unknown[]) => {
+      if (!stalled && /FROM predictions WHERE id = \$1 AND user_id = \$2/.test(sql) && params?.[0] === id) {
+        stalled = true;
+        await sleep(1000);
+      }
+      return query(sql, params);
+    }) as typeof db.query;
+    try {
+      const url = new URL(stack.baseUrl);
+      const socket = connect(Number(url.port), url.hostname);
+      socket.write(`GET /v1/predictions/${id}/events HTTP/1.1\r\nhost: ${url.host}\r\nx-api-key: ${KEY}\r\n\r\n`);
+      await sleep(300);
+      expect(stalled).toBe(true);
+      socket.destroy();
+      await sleep(1500);
+    } finally {
+      db.query = query;
+    }
+    expect(await watchersOf(id)).toEqual([]);
+  }, 30_000);
 });

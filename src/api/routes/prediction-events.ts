@@ -4,12 +4,14 @@ import type { Queryable } from '../../store/database.ts';
 import { STATUS_RANK as RANK, type PredictionRecord } from '../../store/prediction-record.ts';
 import { getPrediction } from '../../store/predictions.ts';
 import type { FeedUpdate, PredictionFeed } from '../../queue/prediction-feed.ts';
-import { principalOf } from '../auth.ts';
+import { principalOf, type ApiKeyCheck } from '../auth.ts';
 import { notFound } from '../errors.ts';
 
 export interface PredictionEventOptions {
   db: Queryable;
   feed: PredictionFeed;
+  /** The key a stream was opened with is checked again at each read: a revoked one ends it. */
+  keys: ApiKeyCheck;
   /** A comment line this often keeps proxies from closing a quiet stream. */
   keepAliveMs?: number;
   /** The record is read again this often even when no event was heard (one may be missed while NATS reconnects). */
@@ -31,7 +33,7 @@ const isFinal = (record: PredictionRecord): boolean => record.status === 'execut
  * prediction routes, so it needs the same x-api-key.
  */
 export async function predictionEventRoutes(app: FastifyInstance, options: PredictionEventOptions): Promise<void> {
-  const { db, feed } = options;
+  const { db, feed, keys } = options;
   const keepAliveMs = options.keepAliveMs ?? KEEP_ALIVE_MS;
   const refreshMs = options.refreshMs ?? REFRESH_MS;
   /** Open streams, ended when the server closes (else app.close() would wait for them forever). */
@@ -56,12 +58,18 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
       // NATS closed: the stream still works, on the periodic reads alone.
       request.log.warn({ err: error }, 'event stream without live updates');
     }
+    // A client gone during the first read would never be told to the stream set up after it.
+    let clientGone = false;
+    const onClientGone = (): void => void (clientGone = true);
+    reply.raw.once('close', onClientGone);
     let first: PredictionRecord | null;
     try {
       first = await getPrediction(db, userId, id);
     } catch (error) {
       unwatch();
       throw error;
+    } finally {
+      reply.raw.removeListener('close', onClientGone);
     }
     if (!first) {
       unwatch();
@@ -85,6 +93,7 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
     };
     const keepAlive = setInterval(() => stream.write(': keep-alive\n\n'), keepAliveMs);
     reply.raw.once('close', end);
+    if (clientGone) end();
 
     void (async () => {
       let last = first;
@@ -113,8 +122,12 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
         if (step && !isFinal(last)) send('progress', step);
         step = undefined;
       };
-      /** Reads the record; sends it when its status moved. */
+      /** Reads the record; sends it when its status moved. Ends the stream once its key is revoked. */
       const refresh = async (): Promise<void> => {
+        if (!(await keys.stillValid(request))) {
+          request.log.info({ predictionId: id }, 'event stream ended: its API key was revoked');
+          return end();
+        }
         const record = await getPrediction(db, userId, id);
         if (!record || record.status === last.status) return;
         last = record;

@@ -5,7 +5,7 @@ import { InsufficientCreditsError, listPredictions } from '../../store/predictio
 import type { PredictionReader } from '../../predictions/reader.ts';
 import type { PredictionSubmitter } from '../../predictions/create.ts';
 import { parseCreateBody } from '../../workflows/validate.ts';
-import { principalOf, requireApiKey } from '../auth.ts';
+import { ApiKeyCheck, principalOf } from '../auth.ts';
 import { ApiError, invalidRequest, notFound } from '../errors.ts';
 import { pageMeta, parseListQuery } from '../pagination.ts';
 import type { PredictionFeed } from '../../queue/prediction-feed.ts';
@@ -26,8 +26,9 @@ export interface PredictionRoutesOptions {
 export async function predictionRoutes(app: FastifyInstance, options: PredictionRoutesOptions): Promise<void> {
   const { db, submitter } = options;
   app.decorateRequest('principal', null);
-  app.addHook('onRequest', requireApiKey(db, options.apiKeyCacheTtlMs));
-  await app.register(predictionEventRoutes, { db, feed: options.feed });
+  const keys = new ApiKeyCheck(db, options.apiKeyCacheTtlMs);
+  app.addHook('onRequest', keys.hook);
+  await app.register(predictionEventRoutes, { db, feed: options.feed, keys });
 
   async function create(request: FastifyRequest, reply: FastifyReply, body: unknown) {
     const principal = principalOf(request);
