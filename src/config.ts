@@ -223,8 +223,8 @@ export function apiKeyTooShort(apiKey: string): string | undefined {
     : undefined;
 }
 
-/** Credits one API_KEYS entry may grant: far above any use, well inside the database's bigint cents. */
-const MAX_SEEDED_CREDITS = 1e12;
+/** Credits one grant may give (an API_KEYS entry, `qr-art keys`): far above any use, well inside the database's bigint cents. */
+export const MAX_GRANT_CREDITS = 1e12;
 
 export function parseApiKeysSpec(spec: string | undefined): { userId: string; apiKey: string; credits: number }[] {
   if (!spec) return [];
@@ -235,7 +235,7 @@ export function parseApiKeysSpec(spec: string | undefined): { userId: string; ap
     .map((entry) => {
       const [userId, apiKey, credits, ...rest] = entry.split(':');
       const amount = Number(credits ?? '0');
-      if (!userId || !apiKey || rest.length > 0 || !Number.isFinite(amount) || amount < 0 || amount > MAX_SEEDED_CREDITS) {
+      if (!userId || !apiKey || rest.length > 0 || !Number.isFinite(amount) || amount < 0 || amount > MAX_GRANT_CREDITS) {
         throw new ConfigError(`API_KEYS entry "${entry.replace(/:[^:]*:/, ':***:')}" is not userId:apiKey:credits`);
       }
       const tooShort = apiKeyTooShort(apiKey);

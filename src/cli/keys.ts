@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { apiKeyTooShort, postgresLimits, type Config } from '../config.ts';
+import { apiKeyTooShort, MAX_GRANT_CREDITS, postgresLimits, type Config } from '../config.ts';
 import { addApiKey, AccountError, balanceOf, ensureUser, generateApiKey, grantCredits, listAccounts, revokeApiKey } from '../store/accounts.ts';
 import { openDatabase } from '../store/open-database.ts';
 import { centsToCredits } from '../workflows/pricing.ts';
@@ -20,6 +20,7 @@ holds it, this waits up to 12 s and exits 1 saying so).`;
 function parseCredits(value: string | undefined): number {
   if (value === undefined) return 0;
   if (!/^\d+(\.\d{1,2})?$/.test(value)) throw new AccountError('--credits must be a non-negative number with at most two decimals', 'invalid_amount');
+  if (Number(value) > MAX_GRANT_CREDITS) throw new AccountError(`--credits must be at most ${MAX_GRANT_CREDITS} in one grant`, 'invalid_amount');
   return Math.round(Number(value) * 100);
 }
 

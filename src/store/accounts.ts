@@ -16,7 +16,7 @@ export interface UserSummary {
 export class AccountError extends Error {
   constructor(
     message: string,
-    readonly code: 'unknown_user' | 'unknown_key' | 'invalid_amount' | 'key_taken',
+    readonly code: 'unknown_user' | 'unknown_key' | 'invalid_amount' | 'key_taken' | 'key_revoked',
   ) {
     super(message);
   }
@@ -65,18 +65,20 @@ export async function grantCredits(db: Database, userId: string, cents: number):
   });
 }
 
-/** Stores a key for the user (creating the user when new); returns the key id. */
+/** Stores a key for the user (creating the user when new); returns the key id (the same one when the user has it already, unless revoked). */
 export async function addApiKey(db: Database, userId: string, apiKey: string, label: string | null = null): Promise<string> {
   const keyId = `key_${randomBytes(8).toString('hex')}`;
   return db.transaction(async (tx) => {
     await ensureUser(tx, userId);
-    const { rows } = await tx.query<{ id: string; user_id: string }>(
-      'SELECT id, user_id FROM api_keys WHERE key_hash = $1',
+    const { rows } = await tx.query<{ id: string; user_id: string; revoked_at: Date | null }>(
+      'SELECT id, user_id, revoked_at FROM api_keys WHERE key_hash = $1',
       [hashApiKey(apiKey)],
     );
     const existing = rows[0];
     if (existing) {
       if (existing.user_id !== userId) throw new AccountError('that API key belongs to another user', 'key_taken');
+      // Storing it again must not look like a key that works: a revocation is for good.
+      if (existing.revoked_at !== null) throw new AccountError(`that API key was revoked (${existing.id}), and a revoked key stays revoked: create a new one`, 'key_revoked');
       return existing.id;
     }
     await tx.query('INSERT INTO api_keys (id, user_id, key_hash, label) VALUES ($1, $2, $3, $4)', [

@@ -73,6 +73,26 @@ describe('qr-art keys', () => {
     expect(JSON.parse((await keys('list', '--json')).stdout).map((account: { userId: string }) => account.userId)).not.toContain('dora');
   }, 60_000);
 
+  it('refuses to store a revoked key again, granting nothing, rather than say it works', async () => {
+    const chosen = 'key-chosen-by-the-operator-0123456789';
+    const created = JSON.parse((await keys('create', '--user', 'erin', '--key', chosen, '--credits', '5', '--json')).stdout);
+    expect((await keys('create', '--user', 'erin', '--key', chosen, '--json')).code).toBe(0);
+    expect((await keys('revoke', '--key-id', created.keyId)).code).toBe(0);
+    const again = await keys('create', '--user', 'erin', '--key', chosen, '--credits', '5');
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain(`that API key was revoked (${created.keyId}), and a revoked key stays revoked: create a new one`);
+    expect(again.stdout).not.toContain(chosen);
+    const erin = JSON.parse((await keys('list', '--json')).stdout).find((account: { userId: string }) => account.userId === 'erin');
+    expect(erin).toMatchObject({ credits: 5, keys: [expect.objectContaining({ keyId: created.keyId, revokedAt: expect.any(String) })] });
+  }, 60_000);
+
+  it('refuses a grant too large for one --credits before writing anything', async () => {
+    const huge = await keys('create', '--user', 'fred', '--credits', '99999999999999999');
+    expect(huge.code).toBe(1);
+    expect(huge.stderr).toContain('--credits must be at most 1000000000000 in one grant');
+    expect(JSON.parse((await keys('list', '--json')).stdout).map((account: { userId: string }) => account.userId)).not.toContain('fred');
+  }, 60_000);
+
   it('answers -h with the usage, and an unknown action without opening (or creating) the database', async () => {
     const empty = await mkdtemp(path.join(tmpdir(), 'qrart-keys-empty-'));
     try {
