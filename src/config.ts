@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { DEFAULT_EVENT_STREAMS_PER_KEY } from './api/errors.ts';
 import { DEFAULT_IMAGE_FETCH_LIMITS } from './image/fetch.ts';
 import { EXECUTION_PROVIDER_VALUES } from './pipeline/providers.ts';
 import type { PostgresLimits } from './store/database.ts';
@@ -133,6 +134,7 @@ export const ConfigSchema = z.object({
   TRUST_PROXY: trustProxy.default(false),
   /** Keyless previews and quotes a minute from one client address (routes/free-tools.ts). */
   PREVIEW_RATE_LIMIT: z.coerce.number().int().min(1).default(120),
+  EVENT_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_EVENT_STREAMS_PER_KEY),
   /** How long a valid API key is remembered (a revocation takes effect within it); 0 disables. */
   API_KEY_CACHE_TTL_MS: timerMs(0).default(5000),
   /** How stale a prediction read may be when another API replica changed it; 0 disables. */

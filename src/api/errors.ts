@@ -56,6 +56,18 @@ export const unauthorized = (message: string) => new ApiError(401, 'unauthorized
 
 export const notFound = (what: string) => new ApiError(404, 'not_found', `${what} not found`);
 
+/** Retry-After of an event stream refused for its key's count: streams end as predictions finish. */
+const STREAM_LIMIT_RETRY_S = 5;
+
+/** EVENT_STREAMS_PER_KEY's default: streams one key may hold open on one replica. */
+export const DEFAULT_EVENT_STREAMS_PER_KEY = 100;
+
+/** The key already holds EVENT_STREAMS_PER_KEY event streams on this replica. */
+export const streamLimitReached = (max: number) => {
+  const message = `this API key has ${max} event streams open on this server (EVENT_STREAMS_PER_KEY); close one, or poll GET /v1/predictions/{id}`;
+  return new ApiError(429, 'rate_limited', message, [{ field: 'x-api-key', rule: 'stream_limit', message }], STREAM_LIMIT_RETRY_S);
+};
+
 /** A dependency outage: nothing was done, the same request may be sent again after Retry-After. */
 export const serviceUnavailable = (error: DependencyUnavailableError) =>
   new ApiError(

@@ -9,7 +9,7 @@ import { DependencyUnavailableError } from '../util/unavailable.ts';
 import { QR_WORKFLOWS, type WorkflowName } from '../workflows/names.ts';
 import { centsToCredits } from '../workflows/pricing.ts';
 import { parseCreateBody } from '../workflows/validate.ts';
-import { ApiError, invalidRequest, notFound, serviceUnavailable, unauthorized } from './errors.ts';
+import { ApiError, DEFAULT_EVENT_STREAMS_PER_KEY, invalidRequest, notFound, serviceUnavailable, streamLimitReached, unauthorized } from './errors.ts';
 import { DEFAULT_LIMIT } from './pagination.ts';
 
 /**
@@ -199,6 +199,8 @@ function invalidRequestExample() {
   return invalidRequest(parsed.issues).toBody();
 }
 
+/** The events route's 429, at the default EVENT_STREAMS_PER_KEY. */
+export const streamLimited = streamLimitReached(DEFAULT_EVENT_STREAMS_PER_KEY).toBody();
 const rateLimited = new ApiError(429, 'rate_limited', 'at most 120 previews and quotes a minute from one address; retry after 23 s', [{ field: '', rule: 'rate_limit' }]).toBody();
 
 export type ErrorExample = { summary: string; value: unknown };

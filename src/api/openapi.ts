@@ -20,9 +20,10 @@ import {
   PREVIEW_WORKFLOWS,
   predictionExample,
   previewExample,
+  streamLimited,
   type ErrorExample,
 } from './openapi-examples.ts';
-import { invalidRequest } from './errors.ts';
+import { DEFAULT_EVENT_STREAMS_PER_KEY, invalidRequest } from './errors.ts';
 import { RESPONSE_SCHEMAS } from './openapi-schemas.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT } from './pagination.ts';
 
@@ -272,6 +273,11 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           responses: {
             '200': { description: 'the event stream', content: { 'text/event-stream': { schema: { type: 'string' }, example: SSE_EXAMPLE } } },
             ...errors([401, 404, 503]),
+            '429': {
+              description: `the key already holds EVENT_STREAMS_PER_KEY streams on this replica (default ${DEFAULT_EVENT_STREAMS_PER_KEY}); close one, or poll GET /v1/predictions/{predictionId}`,
+              headers: retryAfter,
+              content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' }, examples: { stream_limit: { summary: 'too many open streams for this key', value: streamLimited } } } },
+            },
           },
         },
       },

@@ -29,6 +29,8 @@ export interface ApiDependencies {
   feed: PredictionFeed;
   /** Keyless previews and quotes a minute from one address. */
   previewRateLimit: number;
+  /** Event streams one key may hold open on this replica. */
+  eventStreamsPerKey: number;
   /** Proxies whose X-Forwarded-For gives the client's address (TRUST_PROXY): none, a hop count, or their addresses. */
   trustProxy: false | number | string[];
   /** Whether NATS is connected now (queue/connection.ts). */
@@ -145,6 +147,7 @@ export function buildApi(deps: ApiDependencies) {
     submitter: deps.submitter,
     reader: deps.reader,
     apiKeyCacheTtlMs: deps.apiKeyCacheTtlMs,
+    eventStreamsPerKey: deps.eventStreamsPerKey,
     allowPrivateUrls: deps.allowPrivateUrls,
     bodyLimit: deps.bodyLimit,
   });

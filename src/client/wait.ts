@@ -61,6 +61,8 @@ export async function waitForPrediction(http: Transport, id: string, options: Wa
         if (error instanceof EventStreamUnavailableError) useStream = false;
         // A stream whose events make no sense: the plain record is still readable.
         else if (error instanceof QrArtApiError && error.code === 'invalid_response') useStream = false;
+        // The key holds as many streams as the server allows (EVENT_STREAMS_PER_KEY): poll this one.
+        else if (error instanceof QrArtApiError && error.status === 429) useStream = false;
         else if (error instanceof QrArtConnectionError || (error instanceof QrArtApiError && error.status >= 500)) streamFailures++;
         // 401 and the like: polling would be refused the same way.
         else throw error;

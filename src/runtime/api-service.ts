@@ -101,6 +101,7 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
     brokerConnected: queue.connected,
     feed: createPredictionFeed(queue.nc),
     previewRateLimit: config.PREVIEW_RATE_LIMIT,
+    eventStreamsPerKey: config.EVENT_STREAMS_PER_KEY,
     trustProxy: config.TRUST_PROXY,
     logger,
     allowPrivateUrls: config.ALLOW_PRIVATE_URLS,

@@ -4,12 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectQueue, type Queue } from '../../src/queue/connection.ts';
 import { subjects } from '../../src/queue/subjects.ts';
 import { listAccounts, revokeApiKey } from '../../src/store/accounts.ts';
+import { QrArtClient } from '../../src/client/index.ts';
 import { imageName, publishEvent, sleep } from '../helpers/flows.ts';
 import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
 
 const KEY = 'key-sse-0123456789abcdef0123456789abcdef';
 const OTHER = 'key-sse-other-0123456789abcdef012345678';
 const REVOKED = 'key-sse-revoked-0123456789abcdef0123456';
+const CAPPED = 'key-sse-capped-0123456789abcdef01234567';
 
 interface Streamed {
   status: number;
@@ -134,7 +136,9 @@ describe('server-sent events with the worker played by the test', () => {
   let stack: TestStack;
   let worker: Queue;
   beforeAll(async () => {
-    stack = await startTestStack({ env: { API_KEYS: `sse:${KEY}:100,revokee:${REVOKED}:100`, API_KEY_CACHE_TTL_MS: '500' } });
+    stack = await startTestStack({
+      env: { API_KEYS: `sse:${KEY}:100,revokee:${REVOKED}:100,capped:${CAPPED}:100`, API_KEY_CACHE_TTL_MS: '500', EVENT_STREAMS_PER_KEY: '2' },
+    });
     worker = await connectQueue(stack.nats.url, 'sse-test-worker');
   });
   afterAll(async () => {
@@ -209,4 +213,46 @@ describe('server-sent events with the worker played by the test', () => {
     }
     expect(await watchersOf(id)).toEqual([]);
   }, 30_000);
+
+  it('a key holds at most EVENT_STREAMS_PER_KEY streams: one more is 429 with Retry-After, and the client polls that one instead', async () => {
+    const create = async (label: string) =>
+      (await stack.call('POST', '/v1/predictions/queue', { key: CAPPED, body: { workflow: 'generate_qr_art_v4s', qrText: label, qrContent: `https://example.com/${label}` } })).body.data.id as string;
+    const [a, b, c] = [await create('a'), await create('b'), await create('c')];
+    // Refused opens (an unknown id) hold nothing.
+    for (let i = 0; i < 3; i++) expect((await stream(stack, `no-such-${i}`, CAPPED)).status).toBe(404);
+    const held = [a, b].map((id) => {
+      const controller = new AbortController();
+      const opened = fetch(`${stack.baseUrl}/v1/predictions/${id}/events`, { headers: { 'x-api-key': CAPPED }, signal: controller.signal });
+      return { controller, opened };
+    });
+    for (const h of held) expect((await h.opened).status).toBe(200);
+    const refused = await fetch(`${stack.baseUrl}/v1/predictions/${c}/events`, { headers: { 'x-api-key': CAPPED } });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    expect(await refused.json()).toMatchObject({ success: false, error: { code: 'rate_limited', details: [{ field: 'x-api-key', rule: 'stream_limit' }] } });
+    // Another key is not counted against this one.
+    expect((await stream(stack, c, KEY)).status).toBe(404);
+
+    // The client's wait falls back to polling for the third and still gets the result.
+    const client = new QrArtClient({ baseUrl: stack.baseUrl, apiKey: CAPPED });
+    const waiting = client.wait(c, { pollIntervalMs: 50 });
+    await sleep(300);
+    const at = () => new Date().toISOString();
+    await publishEvent(worker.js, { predictionId: c, status: 'executing', at: at(), workerId: 'w' });
+    await publishEvent(worker.js, { predictionId: c, status: 'executed', at: at(), workerId: 'w', images: [imageName()], isScanables: [true] });
+    expect(await waiting).toMatchObject({ id: c, status: 'executed' });
+
+    // A stream that ends gives its place back.
+    held[0]!.controller.abort();
+    expect(await waitFor(async () => ((await streamStatus(c)) === 200 ? true : undefined), 5_000)).toBe(true);
+    held[1]!.controller.abort();
+  }, 30_000);
+
+  /** Opens a stream only to see how it is answered. */
+  const streamStatus = async (id: string): Promise<number> => {
+    const controller = new AbortController();
+    const response = await fetch(`${stack.baseUrl}/v1/predictions/${id}/events`, { headers: { 'x-api-key': CAPPED }, signal: controller.signal });
+    controller.abort();
+    return response.status;
+  };
 });

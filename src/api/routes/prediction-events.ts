@@ -5,13 +5,15 @@ import { STATUS_RANK as RANK, type PredictionRecord } from '../../store/predicti
 import { getPrediction } from '../../store/predictions.ts';
 import type { FeedUpdate, PredictionFeed } from '../../queue/prediction-feed.ts';
 import { principalOf, type ApiKeyCheck } from '../auth.ts';
-import { notFound } from '../errors.ts';
+import { notFound, streamLimitReached } from '../errors.ts';
 
 export interface PredictionEventOptions {
   db: Queryable;
   feed: PredictionFeed;
   /** The key a stream was opened with is checked again at each read: a revoked one ends it. */
   keys: ApiKeyCheck;
+  /** Streams one key may hold open on this replica (EVENT_STREAMS_PER_KEY); one more is 429. */
+  maxPerKey: number;
   /** A comment line this often keeps proxies from closing a quiet stream. */
   keepAliveMs?: number;
   /** The record is read again this often even when no event was heard (one may be missed while NATS reconnects). */
@@ -41,10 +43,23 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
   app.addHook('preClose', async () => {
     for (const end of [...open]) end();
   });
+  /** Streams open (or opening) per key id: each holds two subscriptions and a read every refreshMs. */
+  const perKey = new Map<string, number>();
+  const countFor = (keyId: string, delta: number): void => {
+    const next = (perKey.get(keyId) ?? 0) + delta;
+    if (next > 0) perKey.set(keyId, next);
+    else perKey.delete(keyId);
+  };
 
   app.get<{ Params: { id: string } }>('/v1/predictions/:id/events', async (request, reply) => {
-    const userId = principalOf(request).userId;
+    const { userId, keyId } = principalOf(request);
     const id = request.params.id;
+    if ((perKey.get(keyId) ?? 0) >= options.maxPerKey) throw streamLimitReached(options.maxPerKey);
+    countFor(keyId, 1);
+    let counted = true;
+    const uncount = (): void => {
+      if (counted) (counted = false), countFor(keyId, -1);
+    };
     const updates: FeedUpdate[] = [];
     let wake: (() => void) | undefined;
     // Listen before the first read: an event published in between is then not lost.
@@ -67,12 +82,14 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
       first = await getPrediction(db, userId, id);
     } catch (error) {
       unwatch();
+      uncount();
       throw error;
     } finally {
       reply.raw.removeListener('close', onClientGone);
     }
     if (!first) {
       unwatch();
+      uncount();
       throw notFound('prediction');
     }
 
@@ -82,6 +99,7 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
       if (ended) return;
       ended = true;
       unwatch();
+      uncount();
       clearInterval(keepAlive);
       open.delete(end);
       wake?.();

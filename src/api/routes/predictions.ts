@@ -16,6 +16,8 @@ export interface PredictionRoutesOptions {
   submitter: PredictionSubmitter;
   reader: PredictionReader;
   apiKeyCacheTtlMs: number;
+  /** Event streams one key may hold open on this replica. */
+  eventStreamsPerKey: number;
   allowPrivateUrls: boolean;
   bodyLimit: number;
   /** Live status and progress for the event streams. */
@@ -28,7 +30,7 @@ export async function predictionRoutes(app: FastifyInstance, options: Prediction
   app.decorateRequest('principal', null);
   const keys = new ApiKeyCheck(db, options.apiKeyCacheTtlMs);
   app.addHook('onRequest', keys.hook);
-  await app.register(predictionEventRoutes, { db, feed: options.feed, keys });
+  await app.register(predictionEventRoutes, { db, feed: options.feed, keys, maxPerKey: options.eventStreamsPerKey });
 
   async function create(request: FastifyRequest, reply: FastifyReply, body: unknown) {
     const principal = principalOf(request);
