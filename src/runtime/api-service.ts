@@ -54,7 +54,14 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
   let queue: Queue | undefined;
   let webhookSecret: Awaited<ReturnType<typeof resolveWebhookSecret>>;
   try {
-    await seedFromSpec(db, parseApiKeysSpec(config.API_KEYS));
+    for (const conflict of await seedFromSpec(db, parseApiKeysSpec(config.API_KEYS))) {
+      logger.warn(
+        conflict,
+        conflict.reason === 'key_revoked'
+          ? 'API_KEYS lists a key that was revoked: it stays revoked (create a new one)'
+          : `API_KEYS lists a key for ${conflict.userId} that belongs to ${conflict.owner}: it stays ${conflict.owner}'s`,
+      );
+    }
     queue = await connectQueueWaiting(options.natsUrl, 'qr-art-api', config.NATS_STARTUP_WAIT_MS, (error) =>
       logger.warn({ err: error.cause ?? error }, 'NATS not reachable yet; waiting for it'),
     );

@@ -128,12 +128,25 @@ export async function listAccounts(db: Queryable): Promise<UserSummary[]> {
  * insert of the same key waits on the unique index for the first transaction, then does
  * nothing, so a new user is granted once whatever the race, and restarting with the same
  * variable never mints credits again.
+ *
+ * A key already stored is left as it is, also when it was revoked or is another user's: the
+ * variable never undoes a revocation or moves a key. Those entries are returned, so that the
+ * operator is told why a key listed there does not work as listed.
  */
-export async function seedFromSpec(db: Database, spec: readonly SeedEntry[]): Promise<void> {
+export async function seedFromSpec(db: Database, spec: readonly SeedEntry[]): Promise<SeedConflict[]> {
+  const conflicts: SeedConflict[] = [];
   for (const entry of spec) {
     const keyHash = hashApiKey(entry.apiKey);
-    const { rows } = await db.query('SELECT 1 FROM api_keys WHERE key_hash = $1', [keyHash]);
-    if (rows.length > 0) continue;
+    const { rows } = await db.query<{ id: string; user_id: string; revoked_at: Date | null }>(
+      'SELECT id, user_id, revoked_at FROM api_keys WHERE key_hash = $1',
+      [keyHash],
+    );
+    const stored = rows[0];
+    if (stored) {
+      if (stored.revoked_at) conflicts.push({ userId: entry.userId, keyId: stored.id, reason: 'key_revoked', owner: stored.user_id });
+      else if (stored.user_id !== entry.userId) conflicts.push({ userId: entry.userId, keyId: stored.id, reason: 'other_user', owner: stored.user_id });
+      continue;
+    }
     await db.transaction(async (tx) => {
       await ensureUser(tx, entry.userId);
       const { rows: inserted } = await tx.query(
@@ -147,6 +160,19 @@ export async function seedFromSpec(db: Database, spec: readonly SeedEntry[]): Pr
       await tx.query("INSERT INTO credit_ledger (user_id, delta_cents, reason) VALUES ($1, $2, 'grant')", [entry.userId, cents]);
     });
   }
+  return conflicts;
+}
+
+/** An API_KEYS entry whose key was already stored in a way the entry does not say. */
+export interface SeedConflict {
+  /** The user the entry names. */
+  userId: string;
+  /** The stored key's id (never the key). */
+  keyId: string;
+  /** key_revoked: revoked with `qr-art keys revoke`; other_user: stored under `owner`. */
+  reason: 'key_revoked' | 'other_user';
+  /** The user the stored key belongs to. */
+  owner: string;
 }
 
 export interface SeedEntry {

@@ -254,6 +254,33 @@ describe(`the store (${backend})`, () => {
     expect(await count(db, "SELECT count(*) AS n FROM credit_ledger WHERE user_id = 'seeded' AND reason = 'grant'")).toBe(2);
   });
 
+  it('seeding leaves a revoked key revoked and a key of another user with that user, and says so', async () => {
+    const revokedKey = `qra_seed_${randomUUID()}`;
+    const othersKey = `qra_seed_${randomUUID()}`;
+    expect(
+      await seedFromSpec(db, [
+        { userId: 'seed-owner', apiKey: revokedKey, credits: 1 },
+        { userId: 'seed-owner', apiKey: othersKey, credits: 1 },
+      ]),
+    ).toEqual([]);
+    const revokedId = (await authenticate(db, revokedKey))!.keyId;
+    const othersId = (await authenticate(db, othersKey))!.keyId;
+    await revokeApiKey(db, revokedId);
+
+    const conflicts = await seedFromSpec(db, [
+      { userId: 'seed-owner', apiKey: revokedKey, credits: 5 },
+      { userId: 'seed-newcomer', apiKey: othersKey, credits: 5 },
+    ]);
+    expect(conflicts).toEqual([
+      { userId: 'seed-owner', keyId: revokedId, reason: 'key_revoked', owner: 'seed-owner' },
+      { userId: 'seed-newcomer', keyId: othersId, reason: 'other_user', owner: 'seed-owner' },
+    ]);
+    expect(await authenticate(db, revokedKey)).toBeNull();
+    expect((await authenticate(db, othersKey))!.userId).toBe('seed-owner');
+    expect(await balanceOf(db, 'seed-owner')).toBe(200);
+    expect(await count(db, "SELECT count(*) AS n FROM users WHERE id = 'seed-newcomer'")).toBe(0);
+  });
+
   it.skipIf(backend !== 'postgres')('replicas starting at once with the same API_KEYS grant each new user once', async () => {
     // Each replica is a process with its own pool: four pools, racing on the same server, five times.
     const replicas = await Promise.all(Array.from({ length: 4 }, () => openDatabase({ databaseUrl: database.url, pgliteDir })));
