@@ -82,6 +82,13 @@ export async function main(argv: string[]): Promise<number> {
       console.error(`port ${port} is already in use (another qr-art running?): stop what listens there, or choose other ports with PORT, METRICS_PORT and WORKER_METRICS_PORT`);
       return 1;
     }
+    const { hostname, address, syscall } = error as { hostname?: string; address?: string; syscall?: string };
+    const host = process.env.HOST;
+    const hostNotHere = code === 'EADDRNOTAVAIL' || ((code === 'ENOTFOUND' || code === 'EAI_AGAIN') && syscall === 'getaddrinfo');
+    if (hostNotHere && host !== undefined && (hostname === host || address === host)) {
+      console.error(`HOST ${host} is not an address of this machine (${code}): name one of its addresses, or 0.0.0.0 for all of them`);
+      return 1;
+    }
     if (error instanceof DependencyUnavailableError) {
       // At start: the database stayed unreachable for DB_STARTUP_WAIT_MS (or keys could not reach it).
       console.error(`${error.message}: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`);

@@ -17,7 +17,7 @@ describe('qr-art start', () => {
     for (const dir of dirs) await rm(dir, { recursive: true, force: true });
   });
 
-  it('runs API, worker and a local nats-server; is ready; serves a prediction end to end; exposes both processes\' metrics; refuses a second start on its DATA_DIR; one whose port is taken stops what it started; exits 0 on SIGTERM', async () => {
+  it('runs API, worker and a local nats-server; is ready; serves a prediction end to end; exposes both processes\' metrics; refuses a second start on its DATA_DIR; one whose port is taken or whose HOST is not here says so and stops what it started; exits 0 on SIGTERM', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
     dirs.push(dataDir);
     const port = await freePort();
@@ -81,6 +81,12 @@ describe('qr-art start', () => {
       expect(taken.code, taken.output).toBe(1);
       expect(taken.output).toContain(`port ${port} is already in use`);
       expect(taken.output).toContain('local nats-server started');
+      expect(await processesMentioning(path.join(otherDir, 'nats'))).toEqual([]);
+      // So does one told to listen on an address this machine does not have (TEST-NET-1).
+      const elsewhere = await runCliToExit(['start'], { env: { ...env, ...(await freePorts()), DATA_DIR: otherDir, HOST: '192.0.2.1' } });
+      expect(elsewhere.code, elsewhere.output).toBe(1);
+      expect(elsewhere.output).toContain('HOST 192.0.2.1 is not an address of this machine');
+      expect(elsewhere.output).not.toContain('    at ');
       expect(await processesMentioning(path.join(otherDir, 'nats'))).toEqual([]);
       // The first one still serves.
       expect((await fetch(`${base}/readyz`)).status).toBe(200);
