@@ -127,7 +127,7 @@ async function worker(config: Config): Promise<number> {
 }
 
 function drainOf(service: WorkerService, config: Config): Drain {
-  return { jobsInHand: () => service.daemon.inHand(), ackWaitMs: config.JOB_ACK_WAIT_MS };
+  return { jobsInHand: () => service.daemon.inHand(), handBackAll: () => service.daemon.handBackAll(), ackWaitMs: config.JOB_ACK_WAIT_MS };
 }
 
 /** The worker's metrics port under `start` when WORKER_METRICS_PORT is unset: next to the API's 9464, as in the deployment. */
@@ -222,8 +222,13 @@ async function exitOnDeviceFault(logger: Logger, error: Error, stoppers: (() => 
 /** What a worker's shutdown waits for: its jobs in hand, and when the queue delivers an abandoned one again. */
 interface Drain {
   jobsInHand: () => number;
+  /** At a second signal: hands the jobs in hand back to the queue (how many), before the process dies. */
+  handBackAll: () => Promise<number>;
   ackWaitMs: number;
 }
+
+/** How long a second signal waits for the queue to take the jobs handed back before dying anyway. */
+const HAND_BACK_WAIT_MS = 2000;
 
 /** How a command stops at a signal. */
 interface Shutdown {
@@ -250,14 +255,27 @@ function untilSignal(logger: Logger, shutdown: Shutdown): Promise<number> {
   const { stoppers, drain, killNow } = shutdown;
   return new Promise((resolve) => {
     let stopping = false;
+    let dying = false;
     const onSignal = async (signal: NodeJS.Signals) => {
       const jobsInHand = drain?.jobsInHand() ?? 0;
+      if (dying) return dieOf(signal);
       if (stopping) {
+        dying = true;
+        if (jobsInHand === 0) {
+          logger.warn({ signal }, 'stopping now');
+          return dieOf(signal);
+        }
+        // Handed back, the jobs run again in seconds (on another worker, or at the next start)
+        // rather than after their ack wait; a third signal does not wait for that.
+        const handedBack = await Promise.race([
+          drain!.handBackAll().catch(() => undefined),
+          new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), HAND_BACK_WAIT_MS).unref()),
+        ]);
         logger.warn(
           { signal, jobsInHand },
-          jobsInHand > 0
-            ? `stopping now; the ${jobsInHand} unfinished job(s) are delivered again ${drain!.ackWaitMs / 1000} s after their last heartbeat`
-            : 'stopping now',
+          handedBack === undefined
+            ? `stopping now; the ${jobsInHand} unfinished job(s) could not be handed back and are delivered again ${drain!.ackWaitMs / 1000} s after their last heartbeat`
+            : `stopping now; the ${handedBack} unfinished job(s) were handed back to the queue`,
         );
         return dieOf(signal);
       }

@@ -45,6 +45,13 @@ export interface WorkerDaemon {
   fatal(error: Error): Promise<void>;
   /** Stops pulling, lets jobs in hand finish, then resolves. */
   stop(): Promise<void>;
+  /**
+   * The process is about to die (a second Ctrl-C): stops pulling and hands back every job in
+   * hand, so the queue delivers them again in seconds rather than after their ack wait.
+   * Resolves with how many were handed back once the server has them, or rejects when it cannot
+   * be reached; their runs are not awaited.
+   */
+  handBackAll(): Promise<number>;
 }
 
 const TRANSIENT_RETRY_MS = 5000;
@@ -282,6 +289,14 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
       changed();
       await loop;
       await Promise.all([...held.values()].map((h) => h.job));
+    },
+    async handBackAll() {
+      pulling = false;
+      changed();
+      const messages = [...held.keys()].filter((msg) => !handedBack.has(msg));
+      handBack(messages);
+      await queue.nc.flush();
+      return messages.length;
     },
   };
 }

@@ -97,7 +97,7 @@ describe('qr-art start', () => {
     expect(code, output).toBe(0);
   }, 150_000);
 
-  it('at Ctrl-C finishes the job in hand and says so; at a second Ctrl-C stops at once, and the next start runs that job again; a hangup ends it', async () => {
+  it('at Ctrl-C finishes the job in hand and says so; at a second Ctrl-C hands it back and stops at once, and the next start runs that job again without waiting out its ack wait; a hangup ends it', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
     dirs.push(dataDir);
     const port = await freePort();
@@ -111,8 +111,9 @@ describe('qr-art start', () => {
       NATS_URL: '',
       METRICS_PORT: 'off',
       WORKER_METRICS_PORT: 'off',
-      // A job left unacked goes back to the queue this long after the worker's last heartbeat.
-      JOB_ACK_WAIT_MS: '6000',
+      // A job left unacked goes back to the queue this long after the worker's last heartbeat:
+      // longer than the next start waits below, so only a job handed back comes back in time.
+      JOB_ACK_WAIT_MS: '60000',
     };
     const base = `http://127.0.0.1:${port}`;
     // Each start leads its own process group, as a shell's foreground job does, so that a signal
@@ -140,11 +141,11 @@ describe('qr-art start', () => {
       await waitFor(async () => ((await prediction(data.id)).status === 'executing' ? true : undefined), 30_000, 100);
       return data.id;
     };
-    const executed = (id: string) =>
+    const executed = (id: string, withinMs = 120_000) =>
       waitFor(async () => {
         const got = await prediction(id).catch(() => undefined);
         return got?.status === 'executed' ? got : undefined;
-      }, 120_000, 500);
+      }, withinMs, 500);
     const starts: ReturnType<typeof startService>[] = [];
 
     try {
@@ -169,15 +170,16 @@ describe('qr-art start', () => {
       await waitFor(async () => (second.log.text.includes('shutting down once the 1 job(s) in hand finish') ? true : undefined), 10_000, 50);
       second.ctrlC();
       expect(await second.exited, second.log.text).toEqual({ code: null, signal: 'SIGINT' });
-      expect(second.log.text).toContain('stopping now; the 1 unfinished job(s) are delivered again 6 s after their last heartbeat');
+      expect(second.log.text).toContain('stopping now; the 1 unfinished job(s) were handed back to the queue');
       // Its nats-server, told to stop on the way out, is gone moments later.
       await waitFor(async () => ((await processesMentioning(path.join(dataDir, 'nats'))).length === 0 ? true : undefined), 10_000, 100);
 
-      // Nothing is lost: the next start runs the abandoned job again. The killed start released
-      // its store locks, so this one did not wait for them to go stale.
+      // Nothing is lost: the next start runs the abandoned job again, at once, not after its ack
+      // wait (60 s). The killed start released its store locks, so this one did not wait for them
+      // to go stale.
       const third = startService();
       starts.push(third);
-      expect((await executed(abandoned)).isScanables).toHaveLength(4);
+      expect((await executed(abandoned, 40_000)).isScanables).toHaveLength(4);
       expect(third.log.text).not.toContain('is locked by another process');
       // A closed terminal (a hangup to the group) ends it, and its nats-server with it.
       process.kill(-third.child.pid!, 'SIGHUP');
