@@ -257,29 +257,9 @@ function untilSignal(logger: Logger, shutdown: Shutdown): Promise<number> {
     let stopping = false;
     let dying = false;
     const onSignal = async (signal: NodeJS.Signals) => {
-      const jobsInHand = drain?.jobsInHand() ?? 0;
-      if (dying) return dieOf(signal);
-      if (stopping) {
-        dying = true;
-        if (jobsInHand === 0) {
-          logger.warn({ signal }, 'stopping now');
-          return dieOf(signal);
-        }
-        // Handed back, the jobs run again in seconds (on another worker, or at the next start)
-        // rather than after their ack wait; a third signal does not wait for that.
-        const handedBack = await Promise.race([
-          drain!.handBackAll().catch(() => undefined),
-          new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), HAND_BACK_WAIT_MS).unref()),
-        ]);
-        logger.warn(
-          { signal, jobsInHand },
-          handedBack === undefined
-            ? `stopping now; the ${jobsInHand} unfinished job(s) could not be handed back and are delivered again ${drain!.ackWaitMs / 1000} s after their last heartbeat`
-            : `stopping now; the ${handedBack} unfinished job(s) were handed back to the queue`,
-        );
-        return dieOf(signal);
-      }
+      if (stopping) return stopNow(signal);
       stopping = true;
+      const jobsInHand = drain?.jobsInHand() ?? 0;
       logger.info(
         { signal, jobsInHand },
         jobsInHand > 0 ? `shutting down once the ${jobsInHand} job(s) in hand finish; ${signal} again stops now` : 'shutting down',
@@ -293,17 +273,42 @@ function untilSignal(logger: Logger, shutdown: Shutdown): Promise<number> {
       }
       resolve(0);
     };
-    // Dies of the signal with these handlers removed, the children ended first. Also what a
-    // closed terminal gets (SIGHUP): the local server, in its own session, gets no hangup of its own.
+    /**
+     * A second signal, or a closed terminal (SIGHUP): the jobs in hand are handed back, so they run
+     * again in seconds (on another worker, or at the next start) rather than after their ack wait,
+     * and the process dies of the signal. A signal during the hand-back does not wait for it.
+     */
+    const stopNow = async (signal: NodeJS.Signals) => {
+      if (dying) return dieOf(signal);
+      dying = true;
+      const jobsInHand = drain?.jobsInHand() ?? 0;
+      if (jobsInHand === 0) {
+        logger.warn({ signal }, 'stopping now');
+        return dieOf(signal);
+      }
+      const handedBack = await Promise.race([
+        drain!.handBackAll().catch(() => undefined),
+        new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), HAND_BACK_WAIT_MS).unref()),
+      ]);
+      logger.warn(
+        { signal, jobsInHand },
+        handedBack === undefined
+          ? `stopping now; the ${jobsInHand} unfinished job(s) could not be handed back and are delivered again ${drain!.ackWaitMs / 1000} s after their last heartbeat`
+          : `stopping now; the ${handedBack} unfinished job(s) were handed back to the queue`,
+      );
+      return dieOf(signal);
+    };
+    // Dies of the signal with these handlers removed, the children ended first. The local
+    // server, in its own session, gets no hangup of its own when the terminal closes.
     const dieOf = (signal: NodeJS.Signals) => {
       killNow?.();
       process.removeListener('SIGTERM', onSignal);
       process.removeListener('SIGINT', onSignal);
-      process.removeListener('SIGHUP', dieOf);
+      process.removeListener('SIGHUP', stopNow);
       process.kill(process.pid, signal);
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
-    process.on('SIGHUP', dieOf);
+    process.on('SIGHUP', stopNow);
   });
 }

@@ -97,7 +97,7 @@ describe('qr-art start', () => {
     expect(code, output).toBe(0);
   }, 150_000);
 
-  it('at Ctrl-C finishes the job in hand and says so; at a second Ctrl-C hands it back and stops at once, and the next start runs that job again without waiting out its ack wait; a hangup ends it', async () => {
+  it('at Ctrl-C finishes the job in hand and says so; at a second Ctrl-C hands it back and stops at once, and the next start runs that job again without waiting out its ack wait; a hangup ends it the same way', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
     dirs.push(dataDir);
     const port = await freePort();
@@ -181,9 +181,19 @@ describe('qr-art start', () => {
       starts.push(third);
       expect((await executed(abandoned, 40_000)).isScanables).toHaveLength(4);
       expect(third.log.text).not.toContain('is locked by another process');
-      // A closed terminal (a hangup to the group) ends it, and its nats-server with it.
+      // A closed terminal (a hangup to the group) ends it at once, its nats-server with it, and
+      // hands back its job as a second Ctrl-C does.
+      const hungUp = await createExecuting();
       process.kill(-third.child.pid!, 'SIGHUP');
       expect(await third.exited, third.log.text).toEqual({ code: null, signal: 'SIGHUP' });
+      expect(third.log.text).toContain('stopping now; the 1 unfinished job(s) were handed back to the queue');
+      await waitFor(async () => ((await processesMentioning(path.join(dataDir, 'nats'))).length === 0 ? true : undefined), 10_000, 100);
+      const fourth = startService();
+      starts.push(fourth);
+      expect((await executed(hungUp, 40_000)).isScanables).toHaveLength(4);
+      process.kill(-fourth.child.pid!, 'SIGHUP');
+      expect(await fourth.exited, fourth.log.text).toEqual({ code: null, signal: 'SIGHUP' });
+      expect(fourth.log.text).toContain('"msg":"stopping now"');
       await waitFor(async () => ((await processesMentioning(path.join(dataDir, 'nats'))).length === 0 ? true : undefined), 10_000, 100);
     } finally {
       for (const { child } of starts) if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL');
