@@ -134,6 +134,7 @@ export const ConfigSchema = z.object({
   TRUST_PROXY: trustProxy.default(false),
   /** Keyless previews and quotes a minute from one client address (routes/free-tools.ts). */
   PREVIEW_RATE_LIMIT: z.coerce.number().int().min(1).default(120),
+  /** Event streams one API key may hold open on one API replica (each is two subscriptions and a read every 5 s); one more is 429. */
   EVENT_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_EVENT_STREAMS_PER_KEY),
   /** How long a valid API key is remembered (a revocation takes effect within it); 0 disables. */
   API_KEY_CACHE_TTL_MS: timerMs(0).default(5000),
