@@ -38,15 +38,45 @@ export function requestDigest(body: unknown): string {
   return createHash('sha256').update(canonicalJson(body)).digest('hex');
 }
 
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+/**
+ * JSON with every object's keys sorted. Iterative, with its own stack: a body may nest as deep
+ * as its size allows (unknown fields are ignored, not refused), deeper than the call stack.
+ * Writes exactly what the recursive form would, so digests already stored stay valid.
+ */
+function canonicalJson(root: unknown): string {
+  const out: string[] = [];
+  /** Values still to write, and literal text between them; last in, first written. */
+  const work: Array<{ value: unknown } | string> = [{ value: root }];
+  while (work.length > 0) {
+    const item = work.pop()!;
+    if (typeof item === 'string') {
+      out.push(item);
+      continue;
+    }
+    const { value } = item;
+    if (Array.isArray(value)) {
+      work.push(']');
+      for (let i = value.length - 1; i >= 0; i--) {
+        work.push({ value: value[i] });
+        if (i > 0) work.push(',');
+      }
+      work.push('[');
+    } else if (value !== null && typeof value === 'object') {
+      const entries = Object.entries(value as Record<string, unknown>)
+        .filter(([, v]) => v !== undefined)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      work.push('}');
+      for (let i = entries.length - 1; i >= 0; i--) {
+        const [key, v] = entries[i]!;
+        work.push({ value: v }, `${JSON.stringify(key)}:`);
+        if (i > 0) work.push(',');
+      }
+      work.push('{');
+    } else {
+      out.push(JSON.stringify(value) ?? '');
+    }
   }
-  return JSON.stringify(value);
+  return out.join('');
 }
 
 export interface RecordedKey {

@@ -78,6 +78,20 @@ describe('creates with an Idempotency-Key', () => {
     expect(theirs.body.data.userId).toBe('otto');
   });
 
+  it('a body nested deeper than the call stack is digested like any other: created, then replayed', async () => {
+    // Unknown fields are ignored, however deep; 20000 levels fit in 40 KB, under the body limit.
+    const depth = 20_000;
+    const rawBody = `{"workflow":"generate_qr_art_v4s","qrText":"a harbour","qrContent":"https://example.com/deep","x":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+    const key = randomUUID();
+    const send = () => stack.call('POST', '/v1/predictions/queue', { key: KEY, rawBody, headers: { 'idempotency-key': key, 'content-type': 'application/json' } });
+    const first = await send();
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const again = await send();
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.data.id).toBe(first.body.data.id);
+  });
+
   it('a malformed key is a 400 naming the header', async () => {
     for (const bad of ['has space', 'x'.repeat(256), 'tab\there']) {
       const answer = await stack.call('POST', '/v1/predictions/queue', { key: KEY, body: body(), headers: { 'idempotency-key': bad } });
