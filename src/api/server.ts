@@ -89,6 +89,11 @@ export function buildApi(deps: ApiDependencies) {
     },
     // closeGracefully answers requests that arrive during the stop, in our error body.
     return503OnClosing: false,
+    // A body key `__proto__` (or `constructor.prototype`) is valid JSON and, like any unknown
+    // field, ignored: dropped while parsing, so it can reach no object's prototype. ('error', the
+    // default, answered it as "not valid JSON", which it is.)
+    onProtoPoisoning: 'remove',
+    onConstructorPoisoning: 'remove',
     // Router-level rejections (bad percent-encoding, an over-long path parameter) get our error body too.
     // No hook runs for them, so the request id is set here.
     frameworkErrors: (error, request, reply) => {

@@ -311,12 +311,44 @@ describe('creating predictions', () => {
       ['a trailing comma', '{"workflow":"generate_qr_art_v4",}'],
       ['a bare word', 'workflow'],
       ['two objects', '{}{}'],
-      ['a prototype-poisoning key', '{"__proto__":{"admin":true},"workflow":"generate_qr_art_v4"}'],
       ['an empty body', ''],
     ])('answer 400 invalid_json for %s', async (_name, raw) => {
       const response = await postRaw(ALICE, raw, 'application/json');
       expect(response.status).toBe(400);
       expectErrorBody(response.body, 'invalid_json');
+    });
+
+    it('ignore a __proto__ or constructor.prototype key like any unknown field, on POST and GET alike', async () => {
+      // Nothing under such a key is read: the required field it carries is still missing.
+      const { qrText: _text, ...withoutText } = minimalBody('generate_qr_art_v4');
+      expectInvalid(await postRaw(ALICE, `{"__proto__":{"qrText":"a harbour"},${JSON.stringify(withoutText).slice(1)}`, 'application/json'), 'qrText', 'required');
+      const { image: _image, ...withoutImage } = minimalBody('outpainting');
+      const poisoned = `{"__proto__":{"image":"https://example.com/a.png"},${JSON.stringify(withoutImage).slice(1)}`;
+      expectInvalid(await postRaw(ALICE, poisoned, 'application/json'), 'image', 'required');
+      expectInvalid(await getWithBody(ALICE, poisoned), 'image', 'required');
+      // A valid body with such keys is created, on either method.
+      const before = await totalDocs(ALICE);
+      const extra = `{"__proto__":{"admin":true},"constructor":{"prototype":{"admin":true}},${JSON.stringify(minimalBody('outpainting')).slice(1)}`;
+      expect((await postRaw(ALICE, extra, 'application/json')).status).toBe(200);
+      expect((await getWithBody(ALICE, extra)).status).toBe(200);
+      expect(await totalDocs(ALICE)).toBe(before + 2);
+      expect(({} as Record<string, unknown>).admin).toBeUndefined();
+    });
+
+    it('take the same Content-Types on POST and GET: application/json with parameters, and no +json type', async () => {
+      const body = JSON.stringify(minimalBody('outpainting'));
+      for (const contentType of ['application/json; charset=utf-8', 'Application/JSON']) {
+        expect((await postRaw(ALICE, body, contentType)).status, contentType).toBe(200);
+        expect((await getWithBody(ALICE, body, contentType)).status, contentType).toBe(200);
+      }
+      const before = await totalDocs(ALICE);
+      for (const contentType of ['application/problem+json', 'application/vnd.api+json', 'application/json-patch+json']) {
+        for (const response of [await postRaw(ALICE, body, contentType), await getWithBody(ALICE, body, contentType)]) {
+          expect(response.status, contentType).toBe(415);
+          expectErrorBody(response.body, 'unsupported_media_type');
+        }
+      }
+      expect(await totalDocs(ALICE)).toBe(before);
     });
 
     it.each([

@@ -118,8 +118,9 @@ async function readJsonBody(request: FastifyRequest, limit: number): Promise<unk
   const type = request.headers['content-type'];
   const raw = await readBody(request, limit);
   if (raw.length === 0) return null;
-  // A body without a type is refused too, as fastify refuses it on POST.
-  if (!type || !/^application\/(.+\+)?json\b/i.test(type)) {
+  // As fastify's JSON parser takes a POST body: application/json, with any parameters; a body
+  // without a type is refused too.
+  if (!type || type.split(';')[0]!.trim().toLowerCase() !== 'application/json') {
     throw new ApiError(415, 'unsupported_media_type', 'send the body as Content-Type: application/json', [{ field: 'content-type', rule: 'application/json' }]);
   }
   try {
