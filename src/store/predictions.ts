@@ -49,9 +49,12 @@ export class InsufficientCreditsError extends Error {
     readonly requiredCents: number,
     readonly balanceCents: number,
   ) {
-    super(`this prediction costs ${centsToCredits(requiredCents)} credits and the balance is ${centsToCredits(balanceCents)}`);
+    super(`this prediction costs ${creditsText(requiredCents)} and the balance is ${centsToCredits(balanceCents)}`);
   }
 }
+
+/** "1 credit", "2.49 credits". */
+const creditsText = (cents: number): string => `${centsToCredits(cents)} credit${cents === 100 ? '' : 's'}`;
 
 export interface NewPrediction {
   id: string;

@@ -222,8 +222,11 @@ describe('creating predictions', () => {
       expect(third.status).toBe(402);
       expectErrorBody(third.body, 'insufficient_credits');
       expect(third.body.error.details).toContainEqual(expect.objectContaining({ field: expect.any(String), rule: expect.any(String) }));
+      expect(third.body.error.message).toBe('this prediction costs 2.49 credits and the balance is 0');
       // Nothing cheaper fits either: the balance is below 1.00 (in fact 0).
-      expect((await post(PAIR, minimalBody('generate_qr_art_v4s'))).status).toBe(402);
+      const cheapest = await post(PAIR, minimalBody('generate_qr_art_v4s'));
+      expect(cheapest.status).toBe(402);
+      expect(cheapest.body.error.message).toBe('this prediction costs 1 credit and the balance is 0');
       expect(await totalDocs(PAIR)).toBe(2);
     });
 
