@@ -14,7 +14,7 @@
  */
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
-import { open, readFile, writeFile } from 'node:fs/promises';
+import { open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { finished } from 'node:stream/promises';
 import { create } from '@bufbuild/protobuf';
@@ -145,47 +145,59 @@ export async function writeModelFile(model: ModelProto, file: string, mode: Exte
   const initializers = new Set(allInitializers(model));
   let dataFile: string | undefined;
   let dataBytes = 0;
-  if (external) {
-    dataFile = `${resolve(file)}_data`;
-    const out = createWriteStream(dataFile);
-    const write = async (chunk: Uint8Array): Promise<void> => {
-      if (!out.write(chunk)) await once(out, 'drain');
-    };
-    try {
-      for (const t of initializers) {
-        const ref = externalRef(t);
-        const size = ref ? (ref.length ?? -1) : t.rawData.length;
-        if (!ref && (t.rawData.length < EXTERNAL_MIN_BYTES || t.rawData.length === 0)) continue;
-        const pad = (ALIGN - (dataBytes % ALIGN)) % ALIGN;
-        if (pad) await write(new Uint8Array(pad));
-        dataBytes += pad;
-        const offset = dataBytes;
-        const bytes = ref ? await readExternal(ref, t.name) : t.rawData;
-        if (size >= 0 && bytes.length !== size) throw new ModelFileError(`tensor '${t.name}': read ${bytes.length} bytes, expected ${size}`);
-        for (let at = 0; at < bytes.length; at += COPY_CHUNK) await write(bytes.subarray(at, Math.min(bytes.length, at + COPY_CHUNK)));
-        dataBytes += bytes.length;
-        const entry = (key: string, value: string) => create(StringStringEntryProtoSchema, { key, value });
-        t.externalData = [entry('location', basename(dataFile)), entry('offset', String(offset)), entry('length', String(bytes.length))];
-        t.dataLocation = TensorProto_DataLocation.EXTERNAL;
-        t.rawData = new Uint8Array(0);
+  // Both files are written beside their names and renamed at the end: the model's tensors may be
+  // read from the very files being replaced (rewriting an export in place), and a failed write
+  // leaves what was there.
+  const partial = (name: string): string => `${name}.partial`;
+  try {
+    if (external) {
+      dataFile = `${resolve(file)}_data`;
+      const out = createWriteStream(partial(dataFile));
+      const write = async (chunk: Uint8Array): Promise<void> => {
+        if (!out.write(chunk)) await once(out, 'drain');
+      };
+      try {
+        for (const t of initializers) {
+          const ref = externalRef(t);
+          const size = ref ? (ref.length ?? -1) : t.rawData.length;
+          if (!ref && (t.rawData.length < EXTERNAL_MIN_BYTES || t.rawData.length === 0)) continue;
+          const pad = (ALIGN - (dataBytes % ALIGN)) % ALIGN;
+          if (pad) await write(new Uint8Array(pad));
+          dataBytes += pad;
+          const offset = dataBytes;
+          const bytes = ref ? await readExternal(ref, t.name) : t.rawData;
+          if (size >= 0 && bytes.length !== size) throw new ModelFileError(`tensor '${t.name}': read ${bytes.length} bytes, expected ${size}`);
+          for (let at = 0; at < bytes.length; at += COPY_CHUNK) await write(bytes.subarray(at, Math.min(bytes.length, at + COPY_CHUNK)));
+          dataBytes += bytes.length;
+          const entry = (key: string, value: string) => create(StringStringEntryProtoSchema, { key, value });
+          t.externalData = [entry('location', basename(dataFile)), entry('offset', String(offset)), entry('length', String(bytes.length))];
+          t.dataLocation = TensorProto_DataLocation.EXTERNAL;
+          t.rawData = new Uint8Array(0);
+        }
+      } finally {
+        out.end();
+        await finished(out);
       }
-    } finally {
-      out.end();
-      await finished(out);
     }
+    // Whatever is still external (attribute tensors; everything in 'never' mode) comes inline.
+    for (const t of modelTensors(model)) {
+      if (external && initializers.has(t)) continue;
+      const ref = externalRef(t);
+      if (!ref) continue;
+      t.rawData = (await readExternal(ref, t.name)) as Uint8Array<ArrayBuffer>;
+      t.externalData = [];
+      t.dataLocation = TensorProto_DataLocation.DEFAULT;
+    }
+    const bytes = encodeModel(model);
+    await writeFile(partial(file), bytes);
+    if (dataFile) await rename(partial(dataFile), dataFile);
+    await rename(partial(file), file);
+    return { file, bytes: bytes.length, ...(dataFile ? { dataFile } : {}), dataBytes };
+  } catch (error) {
+    await rm(partial(file), { force: true });
+    if (dataFile) await rm(partial(dataFile), { force: true });
+    throw error;
   }
-  // Whatever is still external (attribute tensors; everything in 'never' mode) comes inline.
-  for (const t of modelTensors(model)) {
-    if (external && initializers.has(t)) continue;
-    const ref = externalRef(t);
-    if (!ref) continue;
-    t.rawData = (await readExternal(ref, t.name)) as Uint8Array<ArrayBuffer>;
-    t.externalData = [];
-    t.dataLocation = TensorProto_DataLocation.DEFAULT;
-  }
-  const bytes = encodeModel(model);
-  await writeFile(file, bytes);
-  return { file, bytes: bytes.length, ...(dataFile ? { dataFile } : {}), dataBytes };
 }
 
 function* allInitializers(model: ModelProto): Generator<TensorProto> {

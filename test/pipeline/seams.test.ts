@@ -6,7 +6,7 @@
  * graphs with float32 IO on both sides is served as is.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -145,6 +145,20 @@ describe('qr-art models scale-controlnet', () => {
     const served = await imageOf(await writeManifestVariant(dir, 'extra-wrapped', extra(out)), 'generate_qr_art');
     expect(served).toHaveLength(128 * 128 * 3);
   }, 40_000);
+
+  it('rewrites an export in place (--out = --in) without losing the weights it reads', async () => {
+    await mkdir(join(dir, 'in-place'));
+    const model = join(dir, 'in-place', 'model.onnx');
+    await writeModelFile(withoutScaleInput(copyModel(buildControlNet())), model, 'always');
+    const before = (await stat(`${model}_data`)).size;
+    const ok = await run(process.execPath, [BIN, 'models', 'scale-controlnet', '--in', model, '--out', model, '--external-data', 'always']);
+    expect(ok.stdout).toContain('checked: ONNX Runtime opens it and it fits the controlnet role');
+    expect((await stat(`${model}_data`)).size).toBe(before);
+    const session = await ort.InferenceSession.create(model, { logSeverityLevel: 3 });
+    expect(session.inputNames).toContain('conditioning_scale');
+    await session.release();
+    expect((await readdir(join(dir, 'in-place'))).sort()).toEqual(['model.onnx', 'model.onnx_data']);
+  });
 
   it('refuses a ControlNet that already has the input (exit 1)', async () => {
     await writeFile(join(dir, 'plain.onnx'), buildControlNet());
