@@ -28,13 +28,22 @@ export class StageClock<S extends string> {
 
 /**
  * Tokenizes and encodes [negative, prompt] in one text-encoder call; drops the negative row when
- * `cfg` is false, and always for a model whose UNet embeds the guidance (a full LCM checkpoint:
- * lcm-guidance.ts), so such a model never doubles its batch. With the model's clipSkip above 1, the conditioning is its chosen layer through
- * the final layer norm (clip-skip.ts) instead of last_hidden_state.
+ * `cfg` is false, and always for the denoiser of a model whose UNet embeds the guidance (a full
+ * LCM checkpoint: lcm-guidance.ts), so such a model never doubles its batch. The inpainting UNet
+ * (`for: 'unet_inpaint'`) is a graph of its own, with ordinary CFG whatever the denoiser does.
+ * With the model's clipSkip above 1, the conditioning is its chosen layer through the final layer
+ * norm (clip-skip.ts) instead of last_hidden_state.
  */
-export async function encodePrompts(model: ModelSessions, prompt: string, negativePrompt: string, cfg: boolean): Promise<TextConditioning> {
+export async function encodePrompts(
+  model: ModelSessions,
+  prompt: string,
+  negativePrompt: string,
+  cfg: boolean,
+  graph: 'denoiser' | 'unet_inpaint' = 'denoiser',
+): Promise<TextConditioning> {
   const te = model.graphs.text_encoder;
-  const texts = cfg && !model.denoiser.embedsGuidance ? [negativePrompt, prompt] : [prompt];
+  const guidanceEmbedded = graph === 'denoiser' && model.denoiser.embedsGuidance;
+  const texts = cfg && !guidanceEmbedded ? [negativePrompt, prompt] : [prompt];
   const ids = model.tokenizer.encodeBatch(texts);
   const role = model.clipSkip ? SKIP_LAYER_ROLE : 'last_hidden_state';
   const out = await te.run({ input_ids: idsTensor(te.input('input_ids').type, ids, [texts.length, model.tokenizer.maxLength]) }, [role]);

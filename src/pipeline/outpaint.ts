@@ -202,7 +202,7 @@ export async function outpaint(request: OutpaintRequest, target: OutpaintModel, 
 
   // 3. Text.
   const cfg = settings.guidance > 1;
-  const text = await clock.time('tokenize_text_encoder', () => encodePrompts(model, prompt, request.negativePrompt ?? '', cfg));
+  const text = await clock.time('tokenize_text_encoder', () => encodePrompts(model, prompt, request.negativePrompt ?? '', cfg, 'unet_inpaint'));
   const hidden = floatTensor(unet.floatType('encoder_hidden_states'), text.hidden, [text.rows, text.tokens, text.width]);
   const stream = new GaussianStream(request.seed);
 

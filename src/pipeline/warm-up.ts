@@ -7,6 +7,7 @@
  */
 import type { Logger } from 'pino';
 import { rawImage } from '../image/raw.ts';
+import type { TextConditioning } from './denoisers.ts';
 import { encodePrompts, vaeDecode, vaeEncode } from './diffusion-parts.ts';
 import { detectFaces } from './face-detect.ts';
 import type { Size } from './framing.ts';
@@ -26,6 +27,7 @@ export async function warmUp(sessions: PipelineSessions, sizes: WarmUpSizes, log
     const shapes = sizes === 'native' ? [{ width: m.spec.nativeSize, height: m.spec.nativeSize }] : sizes;
     const generated = [...new Map(shapes.map((s) => generationFrame(s, m.spec.nativeSize, m.spec.sizeMultiple)).map((f) => [`${f.width}x${f.height}`, f])).values()];
     const text = await encodePrompts(m, '', '', true);
+    let inpaintText: TextConditioning | undefined;
     for (const size of generated) {
       const h = size.height / 8;
       const w = size.width / 8;
@@ -39,7 +41,7 @@ export async function warmUp(sessions: PipelineSessions, sizes: WarmUpSizes, log
       }
       await vaeDecode(m, new Float32Array(4 * h * w), h, w);
       if (m.graphs.vae_encoder) await vaeEncode(m, new Float32Array(3 * size.width * size.height), size.width, size.height);
-      if (m.graphs.unet_inpaint) await warmInpaint(m.graphs.unet_inpaint, text.hidden, h, w);
+      if (m.graphs.unet_inpaint) await warmInpaint(m.graphs.unet_inpaint, inpaintText ??= await encodePrompts(m, '', '', true, 'unet_inpaint'), h, w);
     }
     // The fp32 decoder is a fallback: one small run proves it executes; a fallback decode pays its own kernel selection.
     const fp32 = m.graphs.vae_decoder_fp32;
@@ -54,9 +56,10 @@ export async function warmUp(sessions: PipelineSessions, sizes: WarmUpSizes, log
 
 const zeros = (g: GraphSession, role: string, dims: number[]) => floatTensor(g.floatType(role), new Float32Array(dims.reduce((a, b) => a * b, 1)), dims);
 
-async function warmInpaint(g: GraphSession, hidden: Float32Array, h: number, w: number): Promise<void> {
-  const ehs = floatTensor(g.floatType('encoder_hidden_states'), hidden, [2, 77, hidden.length / (2 * 77)]);
-  await g.run({ sample: zeros(g, 'sample', [2, 9, h, w]), timestep: g.timestepTensor(500, 2), encoder_hidden_states: ehs });
+/** One step of the inpainting UNet as outpainting runs it: a row per text row (CFG: two). */
+async function warmInpaint(g: GraphSession, text: TextConditioning, h: number, w: number): Promise<void> {
+  const ehs = floatTensor(g.floatType('encoder_hidden_states'), text.hidden, [text.rows, text.tokens, text.width]);
+  await g.run({ sample: zeros(g, 'sample', [text.rows, 9, h, w]), timestep: g.timestepTensor(500, text.rows), encoder_hidden_states: ehs });
 }
 
 /** The model's NSFW checker, whichever nsfw.checker names (safety checker, content filter, classifier), through its own preprocessing, on one grey image. */

@@ -18,6 +18,9 @@ import { guidanceEmbedding } from '../../src/pipeline/lcm-guidance.ts';
 import { loadManifest } from '../../src/pipeline/manifest.ts';
 import { createSessions, type PipelineSessions } from '../../src/pipeline/sessions.ts';
 import { generate, type Txt2ImgRequest } from '../../src/pipeline/txt2img.ts';
+import { outpaint } from '../../src/pipeline/outpaint.ts';
+import { warmUp } from '../../src/pipeline/warm-up.ts';
+import { rawImage } from '../../src/image/raw.ts';
 import type { RawImage } from '../../src/image/raw.ts';
 
 /** diffusers' formula written out independently: w·1000, half = D/2, freq_k = exp(−k·ln 1e4/(half−1)), [sin ‖ cos], 0-pad odd D. */
@@ -130,6 +133,21 @@ describe('export rows', () => {
       const result = await generate(request(full ? 3 : 1), target);
       expect(result.images).toHaveLength(1);
     }
+  });
+
+  it('a full LCM denoiser beside an ordinary inpainting UNet: the worker warms up and outpaints, that UNet keeping its two CFG rows', async () => {
+    const dir = await tempDir();
+    const manifest = await ROWS.find((row) => row.contract.id === 'lcm-full-fused')!.build(dir);
+    const sessions = await createSessions(await loadManifest(manifest), { executionProvider: { provider: 'cpu' }, logger: pino({ level: 'silent' }), intraOpThreads: 1 });
+    opened.push(sessions);
+    const model = sessions.models.get('demo-sd15')!;
+    expect(model.denoiser.embedsGuidance).toBe(true);
+    expect(model.graphs.unet_inpaint).toBeDefined();
+    await warmUp(sessions, 'native', pino({ level: 'silent' }));
+    expect((await encodePrompts(model, 'p', 'n', true, 'unet_inpaint')).rows).toBe(2);
+    const picture = rawImage(Uint8Array.from({ length: 64 * 64 * 3 }, (_, i) => (i * 37) % 251), 64, 64, 3);
+    const result = await outpaint({ image: picture, padding: { left: 16, right: 0, top: 0, bottom: 0 }, type: 'one_shot', prompt: 'a blue lake', seed: 5, tuning: { steps: 1 } }, sessions.forOutpainting());
+    expect([result.image.width, result.image.height]).toEqual([80, 64]);
   });
 
   it('the fused full LCM graph takes timestep_cond and the guidance changes its image', async () => {
