@@ -32,8 +32,8 @@
 import type { ModelProto, NodeProto, GraphProto, TensorProto, ValueInfoProto } from './proto.ts';
 import { DataType, elementTypeOf, newModel, node, tensor, tensorTypeOf, valueInfo, type ElementType } from './proto.ts';
 import { CONTROL_RESIDUALS } from './control-residuals.ts';
-import { create } from '@bufbuild/protobuf';
-import { GraphProtoSchema, OperatorSetIdProtoSchema, StringStringEntryProtoSchema } from 'onnx-buf';
+import { create, equals } from '@bufbuild/protobuf';
+import { FunctionProtoSchema, GraphProtoSchema, OperatorSetIdProtoSchema, StringStringEntryProtoSchema } from 'onnx-buf';
 
 export class FuseError extends Error {
   override readonly name = 'FuseError';
@@ -117,8 +117,19 @@ function mergeOpsets(a: FuseSource, b: FuseSource): ModelProto['opsetImport'] {
       versions.set(o.domain, { version: o.version, file: src.file });
     }
   }
+  // The glue (Squeeze/Unsqueeze with their axes as an input) is opset 13's, and ONNX Runtime refuses
+  // a fused graph at 13 that loads at 14: below 14 it is refused here, not at the worker's start.
+  const main = versions.get('') ?? versions.get('ai.onnx');
+  if (main && main.version < MIN_FUSE_OPSET) {
+    throw new FuseError(
+      `${a.file} and ${b.file} use opset ${main.version} of 'ai.onnx'; fusing needs ${MIN_FUSE_OPSET} or later: convert both (onnx.version_converter) or re-export them with opset_version=${MIN_FUSE_OPSET} or later`,
+    );
+  }
   return [...versions].map(([domain, { version }]) => create(OperatorSetIdProtoSchema, { domain, version }));
 }
+
+/** The lowest default-domain opset a fused graph is made at (measured: 13 made a graph ONNX Runtime refused). */
+const MIN_FUSE_OPSET = 14n;
 
 // ---------------------------------------------------------------------------------------------
 // Renaming
@@ -345,13 +356,15 @@ export function fuseControlNet(controlnet: FuseSource, unet: FuseSource, options
   return newModel({ irVersion, opsetImport, producerName: 'qr-art models fuse', producerVersion: '1', graph, functions, metadataProps: metadata });
 }
 
-/** Model-local functions of both; a name both define differently is refused. */
+/** Model-local functions of both; one both define alike is kept once, a name both define differently is refused. */
 function mergeFunctions(a: FuseSource, b: FuseSource): ModelProto['functions'] {
   const out = [...a.model.functions];
   const key = (f: ModelProto['functions'][number]) => `${f.domain}::${f.name}::${f.overload}`;
-  const seen = new Set(out.map(key));
+  const seen = new Map(out.map((f) => [key(f), f]));
   for (const f of b.model.functions) {
-    if (seen.has(key(f))) throw new FuseError(`both graphs define the function ${f.domain}.${f.name}; rename one before fusing`);
+    const same = seen.get(key(f));
+    if (same && equals(FunctionProtoSchema, same, f)) continue;
+    if (same) throw new FuseError(`both graphs define the function ${f.domain}.${f.name}, differently; rename one before fusing`);
     out.push(f);
   }
   return out;

@@ -14,7 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildControlNet, buildDenoiser, buildUnet } from '../../scripts/demo-models/unet.ts';
 import { FuseError, fuseControlNet } from '../../src/onnx/fuse.ts';
 import { readModelFile, writeModelFile } from '../../src/onnx/model-file.ts';
-import { encodeModel, type ModelProto } from '../../src/onnx/proto.ts';
+import { encodeModel, node, type ModelProto } from '../../src/onnx/proto.ts';
+import { create } from '@bufbuild/protobuf';
+import { FunctionProtoSchema } from 'onnx-buf';
 import { float32ToFloat16 } from '../../src/pipeline/tensors.ts';
 import { copyModel, withExtraInput, withHalfBody, withHalfIo, withOpset, withoutScaleInput } from '../helpers/onnx-variants.ts';
 
@@ -164,6 +166,16 @@ describe('models fuse', () => {
     expect(() => fuse(copyModel(buildUnet()), copyModel(buildUnet()))).toThrow(FuseError);
     expect(() => fuse(copyModel(buildUnet()), copyModel(buildUnet()))).toThrow(/cn\.onnx: the ControlNet needs an input 'controlnet_cond'/);
     expect(() => fuse(withOpset(copyModel(buildControlNet()), 16), copyModel(buildUnet()))).toThrow(/different versions of opset 'ai\.onnx': 16 in cn\.onnx, 17 in unet\.onnx/);
+    expect(() => fuse(withOpset(copyModel(buildControlNet()), 13), withOpset(copyModel(buildUnet()), 13))).toThrow(/cn\.onnx and unet\.onnx use opset 13 of 'ai\.onnx'; fusing needs 14 or later/);
+    expect(() => fuse(withOpset(copyModel(buildControlNet()), 14), withOpset(copyModel(buildUnet()), 14))).not.toThrow();
+    // A model-local function both exports carry (torch writes the same helper into each) is kept
+    // once; one name defined two ways is refused.
+    const gelu = (op: string) => create(FunctionProtoSchema, { name: 'Gelu', domain: 'pkg.torch', input: ['x'], output: ['y'], node: [node(op, ['x'], ['y'])] });
+    const withFunction = (model: ModelProto, op: string) => (model.functions.push(gelu(op)), model);
+    expect(fuse(withFunction(copyModel(buildControlNet()), 'Identity'), withFunction(copyModel(buildUnet()), 'Identity')).functions).toHaveLength(1);
+    expect(() => fuse(withFunction(copyModel(buildControlNet()), 'Identity'), withFunction(copyModel(buildUnet()), 'Neg'))).toThrow(
+      /both graphs define the function pkg\.torch\.Gelu, differently/,
+    );
     expect(() =>
       fuseControlNet({ model: copyModel(buildControlNet()), file: 'cn.onnx', names: { inputs: { controlnet_cond: 'image' } } }, { model: copyModel(buildUnet()), file: 'unet.onnx' }),
     ).toThrow(/cn\.onnx: the ControlNet needs an input 'image' \(role controlnet_cond\)/);
