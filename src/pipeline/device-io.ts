@@ -22,6 +22,7 @@ import { encodeModel, newModel, node, valueInfo, type ElementType } from '../onn
 import { create } from '@bufbuild/protobuf';
 import { GraphProtoSchema, OperatorSetIdProtoSchema } from 'onnx-buf';
 import type { LinearStep } from './schedulers/index.ts';
+import { toFloat32 } from './tensors.ts';
 import { tensor as initializer } from '../onnx/proto.ts';
 
 function model(name: string, nodes: ReturnType<typeof node>[], inputs: ReturnType<typeof valueInfo>[], outputs: ReturnType<typeof valueInfo>[], initializers: ReturnType<typeof initializer>[] = []): Uint8Array {
@@ -68,7 +69,7 @@ export interface DeviceStep {
 export class DeviceIo {
   private constructor(
     private readonly up: Record<'float32' | 'uint8', ort.InferenceSession>,
-    private readonly down: ort.InferenceSession,
+    private readonly down: Record<'float32' | 'float16', ort.InferenceSession>,
     private readonly stepper: ort.InferenceSession,
     private readonly zero: ort.Tensor,
   ) {}
@@ -78,7 +79,8 @@ export class DeviceIo {
     const on = (bytes: Uint8Array, location: 'gpu-buffer' | 'cpu') =>
       ort.InferenceSession.create(bytes, { executionProviders: providers, preferredOutputLocation: location, logSeverityLevel: 3 });
     const up = { float32: await on(identity('float32'), 'gpu-buffer'), uint8: await on(identity('uint8'), 'gpu-buffer') };
-    const down = await on(identity('float32'), 'cpu');
+    // An fp16 export's noise_pred is float16 on the device: read back as it is, widened on the host.
+    const down = { float32: await on(identity('float32'), 'cpu'), float16: await on(identity('float16'), 'cpu') };
     const stepper = await on(stepGraph(), 'gpu-buffer');
     return new DeviceIo(up, down, stepper, new ort.Tensor('float32', new Float32Array(1), [1]));
   }
@@ -89,10 +91,11 @@ export class DeviceIo {
     return (await this.up[t.type].run({ x: t })).y!;
   }
 
-  /** A float32 device tensor read back into host memory. */
+  /** A float32 or float16 device tensor read back into host memory, as float32. */
   async download(t: ort.Tensor): Promise<Float32Array> {
-    if (t.location === 'cpu') return t.data as Float32Array;
-    return (await this.down.run({ x: t })).y!.data as Float32Array;
+    if (t.location === 'cpu') return toFloat32(t);
+    if (t.type !== 'float32' && t.type !== 'float16') throw new TypeError(`download: ${t.type} tensors are not supported`);
+    return toFloat32((await this.down[t.type].run({ x: t })).y!);
   }
 
   /**
@@ -112,6 +115,6 @@ export class DeviceIo {
   }
 
   async release(): Promise<void> {
-    for (const s of [this.up.float32, this.up.uint8, this.down, this.stepper]) await s.release();
+    for (const s of [this.up.float32, this.up.uint8, this.down.float32, this.down.float16, this.stepper]) await s.release();
   }
 }

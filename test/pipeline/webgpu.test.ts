@@ -5,15 +5,18 @@
  * for the whole sampling loop; and the same fail-loud rules as CUDA when there is no adapter.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import ort from 'onnxruntime-node';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RawImage } from '../../src/image/raw.ts';
-import { setRunHook } from '../../src/pipeline/graph-session.ts';
+import { rawImage, type RawImage } from '../../src/image/raw.ts';
+import { decodeModel, encodeModel } from '../../src/onnx/proto.ts';
+import { FusedDenoiser } from '../../src/pipeline/denoisers.ts';
+import { withHalfIo } from '../../scripts/demo-models/exports/graph-variants.ts';
+import { GraphSession, setRunHook } from '../../src/pipeline/graph-session.ts';
 import { loadManifest } from '../../src/pipeline/manifest.ts';
 import { createSessions, type PipelineSessions } from '../../src/pipeline/sessions.ts';
 import { generate, type Txt2ImgRequest } from '../../src/pipeline/txt2img.ts';
@@ -108,6 +111,28 @@ describe.skipIf(unavailable !== undefined)('WebGPU (a real Vulkan device, or lav
     expect(feeds.map((f) => f.sample)).toEqual(['cpu', ...new Array<string>(9).fill('gpu-buffer')]);
     expect(new Set(feeds.flatMap((f) => [f.text, f.cond]))).toEqual(new Set(['gpu-buffer']));
     expect(outputs).toBe(10);
+  }, 120_000);
+
+  it('an fp16-IO denoiser: its float16 noise_pred, left on the device, is read back as float32 close to the fp32 graph’s', async () => {
+    const fp32 = decodeModel(await readFile(join(import.meta.dirname, '../../models/demo/denoiser/model.onnx')));
+    const predictionOf = async (bytes: Uint8Array, file: string): Promise<Float32Array> => {
+      const session = await ort.InferenceSession.create(bytes, { executionProviders: ['webgpu'], preferredOutputLocation: { noise_pred: 'gpu-buffer' }, logSeverityLevel: 3 });
+      const denoiser = new FusedDenoiser(GraphSession.bind('denoiser', file, session, {}), gpu.device!);
+      const text = { hidden: new Float32Array(2 * 77 * 768).fill(0.1), rows: 2, tokens: 77, width: 768 };
+      const control = rawImage(new Uint8Array(64 * 64).fill(128), 64, 64, 1);
+      const step = await denoiser.start({ text, batch: 1, h: 8, w: 8, control, controlScale: 1, guidance: 7, time: (_stage, fn) => fn() });
+      try {
+        return await step.predict(new Float32Array(4 * 8 * 8).fill(0.5), 500, true);
+      } finally {
+        step.release();
+        await session.release();
+      }
+    };
+    const full = await predictionOf(encodeModel(fp32), 'fp32.onnx');
+    const half = await predictionOf(encodeModel(withHalfIo(decodeModel(encodeModel(fp32)))), 'fp16.onnx');
+    expect(half).toBeInstanceOf(Float32Array);
+    expect(half).toHaveLength(full.length);
+    for (let i = 0; i < full.length; i++) expect(Math.abs(half[i]! - full[i]!), `[${i}]`).toBeLessThan(2e-3 + 2e-3 * Math.abs(full[i]!));
   }, 120_000);
 
   it('a refinement in tiles (host loop: predictions read back per tile) matches the CPU too', async () => {
