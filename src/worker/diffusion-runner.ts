@@ -23,6 +23,7 @@ import type { RawImage } from '../image/raw.ts';
 import type { ImageFetchLimits } from '../image/fetch.ts';
 import type { OutboundPolicy } from '../net/safe-url.ts';
 import { resolveWorkflow, type ManifestData } from '../pipeline/manifest.ts';
+import { maxSteps } from '../pipeline/schedulers/index.ts';
 import type { JobMessage } from '../messages/schemas.ts';
 import { catalogue, isWorkflowName, samplingFor, type V5Model } from '../workflows/catalogue.ts';
 import { controlPlanFor, repairModeFor } from '../workflows/control.ts';
@@ -117,7 +118,9 @@ export function settingsFor(manifest: ManifestData, workflow: QrWorkflowName, in
     ...common,
     prompt: str(input.qrText) ?? '',
     batchSize: entry.family === 'qr-image' ? 1 : imageCount,
-    steps: num(input.qrSteps) ?? settings.steps,
+    // v4s accepts qrSteps up to 60 (spec) and runs LCM, which takes at most its
+    // originalInferenceSteps (50 by default): more run as many as it takes.
+    steps: Math.min(num(input.qrSteps) ?? settings.steps, maxSteps(resolved.scheduler, resolved.schedulerConfig)),
     guidance: settings.guidance,
     controlScale: num(input.qrStrength) ?? entry.params.qrStrength.default,
   };

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadManifest, type Manifest } from '../../src/pipeline/manifest.ts';
 import { settingsFor } from '../../src/worker/diffusion-runner.ts';
+import { createScheduler } from '../../src/pipeline/schedulers/index.ts';
 import { catalogue, samplingFor, type QrV5Entry } from '../../src/workflows/catalogue.ts';
 import { parseCreateBody } from '../../src/workflows/validate.ts';
 
@@ -77,5 +78,22 @@ describe("the worker's settings for a v5 body sent to v5s", () => {
   it('runs a v5s body that was valid before exactly as before', () => {
     expect(settings({ workflow: 'generate_qr_art_v5s', prompt: 'p', qrContent: 'c', steps: 6, cfg: 2.5 }).run).toMatchObject({ steps: 6, guidance: 2.5 });
     expect(settings({ workflow: 'generate_qr_art_v5s', prompt: 'p', qrContent: 'c' }).run).toMatchObject({ steps: 8, guidance: 1 });
+  });
+
+  it('v4s, which runs LCM, accepts qrSteps up to 60 as the spec says and runs at most the 50 steps LCM takes', () => {
+    const v4s = (qrSteps: number) => {
+      const parsed = parseCreateBody({ workflow: 'generate_qr_art_v4s', qrText: 'a harbour', qrContent: 'https://example.com', qrSteps }, { allowPrivateUrls: false, randomSeed: () => 7 });
+      if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
+      return { input: parsed.value.input, run: settingsFor(manifest, 'generate_qr_art_v4s', parsed.value.input, parsed.value.imageCount) };
+    };
+    expect(v4s(40).run).toMatchObject({ scheduler: 'lcm', steps: 40 });
+    expect(v4s(50).run.steps).toBe(50);
+    const most = v4s(60);
+    expect(most.input).toMatchObject({ qrSteps: 60 });
+    expect(most.run.steps).toBe(50);
+    // What the worker then builds: a scheduler that takes it (60 would throw).
+    const config = manifest.models['demo-sd15']!.scheduler.config;
+    expect(createScheduler('lcm', most.run.steps, config).timesteps).toHaveLength(50);
+    expect(() => createScheduler('lcm', 60, config)).toThrow(RangeError);
   });
 });

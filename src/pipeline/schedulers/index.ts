@@ -2,7 +2,7 @@
 import { DdimScheduler } from './ddim.ts';
 import { DpmSolverMultistepScheduler } from './dpmpp-2m-karras.ts';
 import { EulerAncestralScheduler } from './euler-ancestral.ts';
-import { LcmScheduler } from './lcm.ts';
+import { lcmOriginalSteps, LcmScheduler } from './lcm.ts';
 import { SD15_SCHEDULER_CONFIG } from './types.ts';
 import type { Scheduler, SchedulerConfig, SchedulerName, TimestepSpacing } from './types.ts';
 
@@ -36,6 +36,15 @@ export function createScheduler(name: SchedulerName, steps: number, config: Part
   if (!isSchedulerName(name)) throw new RangeError(`unknown scheduler: ${String(name)}`);
   const spacing = config.timestepSpacing ?? DEFAULT_SPACING[name] ?? SD15_SCHEDULER_CONFIG.timestepSpacing;
   return FACTORIES[name](steps, { ...SD15_SCHEDULER_CONFIG, ...config, timestepSpacing: spacing });
+}
+
+/**
+ * The most steps `name` runs under `config`: LCM places its steps on originalInferenceSteps
+ * training steps (diffusers refuses more), the others on the training timesteps.
+ */
+export function maxSteps(name: SchedulerName, config: Partial<SchedulerConfig> = {}): number {
+  const merged = { ...SD15_SCHEDULER_CONFIG, ...config };
+  return name === 'lcm' ? lcmOriginalSteps(merged) : merged.numTrainTimesteps;
 }
 
 /**

@@ -20,7 +20,7 @@ export class LcmScheduler implements Scheduler {
 
   constructor(steps: number, config: SchedulerConfig) {
     const T = config.numTrainTimesteps;
-    const original = config.originalInferenceSteps ?? 50;
+    const original = lcmOriginalSteps(config);
     if (!Number.isInteger(original) || original < 1 || original > T) {
       throw new RangeError(`originalInferenceSteps must be an integer in [1, ${T}], got ${original}`);
     }
@@ -91,4 +91,9 @@ export class LcmScheduler implements Scheduler {
     checkIndex(stepIndex, this.timesteps.length);
     return addNoiseVp(this.alphasCumprod[this.timesteps[stepIndex]!]!, original, noise);
   }
+}
+
+/** The training steps LCM places its steps on (diffusers' original_inference_steps, 50 unless the config says). */
+export function lcmOriginalSteps(config: Partial<SchedulerConfig>): number {
+  return config.originalInferenceSteps ?? 50;
 }
