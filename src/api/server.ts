@@ -91,7 +91,7 @@ export function buildApi(deps: ApiDependencies) {
     return503OnClosing: false,
     // A body key `__proto__` (or `constructor.prototype`) is valid JSON and, like any unknown
     // field, ignored: dropped while parsing, so it can reach no object's prototype. ('error', the
-    // default, answered it as "not valid JSON", which it is.)
+    // default, answered such a body as "not valid JSON", though it is.)
     onProtoPoisoning: 'remove',
     onConstructorPoisoning: 'remove',
     // Router-level rejections (bad percent-encoding, an over-long path parameter) get our error body too.

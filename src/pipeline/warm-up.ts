@@ -27,7 +27,8 @@ export async function warmUp(sessions: PipelineSessions, sizes: WarmUpSizes, log
     const shapes = sizes === 'native' ? [{ width: m.spec.nativeSize, height: m.spec.nativeSize }] : sizes;
     const generated = [...new Map(shapes.map((s) => generationFrame(s, m.spec.nativeSize, m.spec.sizeMultiple)).map((f) => [`${f.width}x${f.height}`, f])).values()];
     const text = await encodePrompts(m, '', '', true);
-    let inpaintText: TextConditioning | undefined;
+    // The inpainting UNet has rows of its own: ordinary CFG even beside a full-LCM denoiser.
+    const inpaintText = m.graphs.unet_inpaint ? await encodePrompts(m, '', '', true, 'unet_inpaint') : undefined;
     for (const size of generated) {
       const h = size.height / 8;
       const w = size.width / 8;
@@ -41,7 +42,7 @@ export async function warmUp(sessions: PipelineSessions, sizes: WarmUpSizes, log
       }
       await vaeDecode(m, new Float32Array(4 * h * w), h, w);
       if (m.graphs.vae_encoder) await vaeEncode(m, new Float32Array(3 * size.width * size.height), size.width, size.height);
-      if (m.graphs.unet_inpaint) await warmInpaint(m.graphs.unet_inpaint, inpaintText ??= await encodePrompts(m, '', '', true, 'unet_inpaint'), h, w);
+      if (m.graphs.unet_inpaint && inpaintText) await warmInpaint(m.graphs.unet_inpaint, inpaintText, h, w);
     }
     // The fp32 decoder is a fallback: one small run proves it executes; a fallback decode pays its own kernel selection.
     const fp32 = m.graphs.vae_decoder_fp32;
