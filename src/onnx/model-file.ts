@@ -69,8 +69,14 @@ export function externalRef(t: TensorProto): ExternalRef | undefined {
   const get = (key: string): string | undefined => t.externalData.find((e) => e.key === key)?.value;
   const file = get('location');
   if (!file) throw new ModelFileError(`tensor '${t.name}' is external but names no location`);
-  const length = get('length');
-  return { file, offset: Number(get('offset') ?? 0), length: length === undefined ? undefined : Number(length) };
+  const count = (key: string): number | undefined => {
+    const value = get(key);
+    if (value === undefined) return undefined;
+    const n = Number(value);
+    if (!Number.isSafeInteger(n) || n < 0) throw new ModelFileError(`tensor '${t.name}': its external data's ${key} '${value}' is not a byte count`);
+    return n;
+  };
+  return { file, offset: count('offset') ?? 0, length: count('length') };
 }
 
 /** Every tensor stored in a model: initializers and tensor attributes, subgraphs and functions included. */
@@ -106,7 +112,12 @@ async function readExternal(ref: ExternalRef, name: string): Promise<Uint8Array>
     throw new ModelFileError(`tensor '${name}': cannot open its external data ${ref.file} (${err.code ?? err.message})`);
   });
   try {
-    const length = ref.length ?? (await fh.stat()).size - ref.offset;
+    const size = (await fh.stat()).size;
+    // Without a length the tensor runs to the end of the file, which must not end before it starts.
+    if (ref.offset > size) {
+      throw new ModelFileError(`tensor '${name}': its external data starts at offset ${ref.offset}, but ${ref.file} has ${size} bytes`);
+    }
+    const length = ref.length ?? size - ref.offset;
     const out = new Uint8Array(length);
     let done = 0;
     while (done < length) {
