@@ -162,9 +162,14 @@ export class FusedDenoiser implements Denoiser {
     const device = this.device;
     const uploaded: ort.Tensor[] = [];
     if (device) {
-      for (const key of ['encoder_hidden_states', 'controlnet_cond'] as const) {
-        const t = constant[key]!;
-        if (t.type === 'float32' || t.type === 'uint8') uploaded.push((constant[key] = await device.upload(t)));
+      try {
+        for (const key of ['encoder_hidden_states', 'controlnet_cond'] as const) {
+          const t = constant[key]!;
+          if (t.type === 'float32' || t.type === 'uint8') uploaded.push((constant[key] = await device.upload(t)));
+        }
+      } catch (err) {
+        uploaded.forEach((t) => t.dispose());
+        throw err;
       }
     }
     const on = g.scaleTensor(s.controlScale);

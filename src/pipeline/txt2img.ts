@@ -305,9 +305,15 @@ async function startRegions(ctx: LoopContext): Promise<Region[]> {
   const grid = canvasTiles(w, h, latentTiling(ctx.nativeSize, ctx.target.model.spec.sizeMultiple));
   if (!grid) return [{ rect: { x: 0, y: 0, width: w, height: h }, model: await ctx.target.denoiser.start({ ...setup, h, w, control: ctx.control }) }];
   const regions: Region[] = [];
-  for (const rect of grid.tiles) {
-    const control = cropImage(ctx.control, { x: rect.x * 8, y: rect.y * 8, width: rect.width * 8, height: rect.height * 8 });
-    regions.push({ rect, weights: tileWeights(rect, grid), model: await ctx.target.denoiser.start({ ...setup, h: rect.height, w: rect.width, control }) });
+  try {
+    for (const rect of grid.tiles) {
+      const control = cropImage(ctx.control, { x: rect.x * 8, y: rect.y * 8, width: rect.width * 8, height: rect.height * 8 });
+      regions.push({ rect, weights: tileWeights(rect, grid), model: await ctx.target.denoiser.start({ ...setup, h: rect.height, w: rect.width, control }) });
+    }
+  } catch (err) {
+    // A tile that cannot start (the device out of memory) frees what the tiles before it put there.
+    for (const r of regions) r.model.release();
+    throw err;
   }
   return regions;
 }

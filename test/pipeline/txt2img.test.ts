@@ -291,6 +291,23 @@ describe('output sizes', () => {
     expect([plain.images[0]!.width, plain.images[0]!.height]).toEqual([320, 192]);
     expect(plain.timings.resize).toBeGreaterThan(0);
   });
+
+  it('a refinement tile that cannot start frees the tiles started before it', async () => {
+    // Fault injection: the 4th start (the 3rd of the refinement's 6 tiles) fails as an upload to a full device would.
+    const real = target.denoiser;
+    let started = 0;
+    let released = 0;
+    const failing: typeof real = Object.create(real);
+    failing.start = async (setup) => {
+      if (++started === 4) throw new Error('no room on the device for this tile');
+      const step = await real.start(setup);
+      return { ...step, release: () => (released++, step.release()) };
+    };
+    await expect(generate(request({ width: 320, height: 192, steps: 4, control: qrControl(320).image }), { ...target, denoiser: failing })).rejects.toThrow('no room on the device');
+    // The generation pass's one region, and the two tiles that started.
+    expect(started).toBe(4);
+    expect(released).toBe(3);
+  });
 });
 
 describe('NSFW', () => {

@@ -135,6 +135,27 @@ describe.skipIf(unavailable !== undefined)('WebGPU (a real Vulkan device, or lav
     for (let i = 0; i < full.length; i++) expect(Math.abs(half[i]! - full[i]!), `[${i}]`).toBeLessThan(2e-3 + 2e-3 * Math.abs(full[i]!));
   }, 120_000);
 
+  it('a denoiser whose control image cannot go up frees the text rows it already put on the device', async () => {
+    // Fault injection: the second upload (the control image) fails as it would on a full device.
+    const io = gpu.device!;
+    let uploads = 0;
+    let disposed = 0;
+    const failing: typeof io = Object.create(io);
+    failing.upload = async (t) => {
+      if (++uploads === 2) throw new Error('no room on the device for the control image');
+      const up = await io.upload(t);
+      const dispose = up.dispose.bind(up);
+      up.dispose = () => (disposed++, dispose());
+      return up;
+    };
+    const denoiser = new FusedDenoiser(gpu.forWorkflow('generate_qr_art_v5', 'universal').denoiser.graphs[0]!, failing);
+    const text = { hidden: new Float32Array(2 * 77 * 768).fill(0.1), rows: 2, tokens: 77, width: 768 };
+    const control = rawImage(new Uint8Array(64 * 64).fill(128), 64, 64, 1);
+    await expect(denoiser.start({ text, batch: 1, h: 8, w: 8, control, controlScale: 1, guidance: 7, time: (_stage, fn) => fn() })).rejects.toThrow('no room on the device');
+    expect(uploads).toBe(2);
+    expect(disposed).toBe(1);
+  }, 120_000);
+
   it('a refinement in tiles (host loop: predictions read back per tile) matches the CPU too', async () => {
     const r = request({ width: 512, height: 512, steps: 10 });
     const [onGpu, onCpu] = [await generate(r, gpu.forWorkflow('generate_qr_art_v5', 'universal')), await generate(r, cpu.forWorkflow('generate_qr_art_v5', 'universal'))];
