@@ -84,6 +84,8 @@ async function vaeEncodeOnce(model: ModelSessions, planes: Float32Array, width: 
   const data = toFloat32(t);
   const latents = new Float32Array(per);
   for (let i = 0; i < per; i++) latents[i] = data[i]! * k;
+  // Caught here, or the img2img loop carries them on and the decode blames the denoiser.
+  if (!allFinite(latents)) throw new NonFiniteOutputError(`model '${model.id}': the VAE encoder gave non-finite latents (NaN or Inf), as an fp16 encoder that overflows does`);
   return latents;
 }
 

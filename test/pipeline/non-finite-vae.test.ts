@@ -14,7 +14,7 @@ import { buildOverflowingVaeDecoder } from '../../scripts/demo-models/overflowin
 import { buildVaeDecoder } from '../../scripts/demo-models/vae.ts';
 import { rawImage } from '../../src/image/raw.ts';
 import { encodeModel } from '../../src/onnx/proto.ts';
-import { vaeDecode } from '../../src/pipeline/diffusion-parts.ts';
+import { vaeDecode, vaeEncode } from '../../src/pipeline/diffusion-parts.ts';
 import { setRunObserver } from '../../src/pipeline/graph-session.ts';
 import { loadManifest } from '../../src/pipeline/manifest.ts';
 import { NonFiniteOutputError } from '../../src/pipeline/non-finite.ts';
@@ -104,6 +104,19 @@ describe('a VAE decoder that overflows to NaN', () => {
     const latents = new Float32Array(4 * 8 * 8).fill(0.1);
     latents[17] = Number.NaN;
     await expect(vaeDecode(sessions.models.get('demo-sd15')!, latents, 8, 8)).rejects.toThrow(/the denoiser gave non-finite latents/);
+  });
+
+  it('non-finite latents from the VAE encoder are blamed on the encoder, not on the denoiser after it', async () => {
+    const sessions = await sessionsWith('encoder', () => undefined, ['vae_encoder']);
+    // A NaN pixel comes out of the encoder as NaN latents, as an overflowing fp16 encoder's would.
+    const planes = new Float32Array(3 * 64 * 64).fill(0.25);
+    planes[5] = Number.NaN;
+    const err = await vaeEncode(sessions.models.get('demo-sd15')!, planes, 64, 64).catch((e: Error) => e);
+    expect(err).toBeInstanceOf(NonFiniteOutputError);
+    expect(String(err)).toMatch(/the VAE encoder gave non-finite latents/);
+    // Ordinary pixels encode.
+    planes[5] = 0.25;
+    expect(await vaeEncode(sessions.models.get('demo-sd15')!, planes, 64, 64)).toHaveLength(4 * 8 * 8);
   });
 
   it('a vae_decoder_fp32 that is not float32 is refused at start', async () => {
