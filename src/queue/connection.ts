@@ -16,6 +16,9 @@ export interface Queue {
   close(): Promise<void>;
 }
 
+/** How long one connection attempt may wait for the server's greeting. */
+export const NATS_CONNECT_TIMEOUT_MS = 5000;
+
 export async function connectQueue(servers: string, name: string): Promise<Queue> {
   const nc = await connect({
     servers: servers.split(','),
@@ -23,6 +26,9 @@ export async function connectQueue(servers: string, name: string): Promise<Queue
     // A NATS restart must not take the API or a worker down: keep reconnecting.
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
+    // A server that takes the connection and never answers (packets dropped on the way back) fails
+    // the attempt here, not after the driver's 20 s: NATS_STARTUP_WAIT_MS stays the bound it says.
+    timeout: NATS_CONNECT_TIMEOUT_MS,
   });
   let connected = true;
   void (async () => {

@@ -4,11 +4,16 @@
  * and not a process kept alive by what it had opened (the API's database).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/runtime/local-nats.ts';
 import { runCliToExit } from '../helpers/processes.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/qr-art.js', import.meta.url));
 
 describe('serve and worker while NATS cannot be reached', () => {
   const dirs: string[] = [];
@@ -39,5 +44,37 @@ describe('serve and worker while NATS cannot be reached', () => {
     const lines = result.stderr.trim().split('\n');
     expect(lines.at(-1)).toMatch(new RegExp(`^the broker is temporarily unavailable: cannot reach NATS at ${natsUrl}: connect ECONNREFUSED`));
     expect(result.stderr).not.toMatch(/\n\s+at /);
+  }, 60_000);
+
+  it('a server that takes the connection and never answers is given up after one connect timeout (5 s), not the driver’s 20 s', async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-serve-'));
+    dirs.push(dataDir);
+    // Accepts and stays silent, as a NATS behind something that swallows its replies looks; it hangs
+    // up by itself after 15 s, or as soon as the worker has said why it stops.
+    const sockets: Socket[] = [];
+    const hangUp = () => sockets.splice(0).forEach((socket) => socket.destroy());
+    const silent = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const natsUrl = `nats://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const child = spawn(process.execPath, [BIN, 'worker'], {
+      env: { ...process.env, DATA_DIR: dataDir, NATS_URL: natsUrl, NATS_STARTUP_WAIT_MS: '1000', WORKER_METRICS_PORT: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    let saidBeforeHangUp = false;
+    const fallback = setTimeout(hangUp, 15_000);
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+      if (/cannot reach NATS/.test(stderr) && sockets.length > 0) ((saidBeforeHangUp = true), hangUp());
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    clearTimeout(fallback);
+    silent.close();
+    expect(code, stderr).toBe(1);
+    expect(stderr.trim().split('\n').at(-1)).toBe(`the broker is temporarily unavailable: cannot reach NATS at ${natsUrl}: timeout`);
+    // nats.js leaves the socket of a connect that timed out open (transport-node 3.4 closes only
+    // connected ones), so the process ends once the server hangs up; what matters is that it said
+    // why while the server was still silent.
+    expect(saidBeforeHangUp).toBe(true);
   }, 60_000);
 });

@@ -108,7 +108,8 @@ describe('Dockerfile (API image)', () => {
     expect(user!.args).toBe('10001:10001');
     const { deployment, container } = containerOf(render('base'), 'qr-art-api');
     expect(deployment.spec.template.spec.securityContext.runAsUser).toBe(10001);
-    expect(readFileSync(path.join(REPO_DIR, 'Dockerfile.cuda'), 'utf8')).toContain('--uid 10001');
+    const [workerUser] = last('Dockerfile.cuda', 'USER');
+    expect(workerUser!.args).toBe('10001:10001');
     const exposed = last('Dockerfile', 'EXPOSE').flatMap((i) => i.args.split(/\s+/).map(Number));
     expect(exposed.sort()).toEqual(container.ports.map((p: { containerPort: number }) => p.containerPort).sort());
   });

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { ConfigSchema, loadConfig } from '../../src/config.ts';
+import { NATS_CONNECT_TIMEOUT_MS } from '../../src/queue/connection.ts';
 import { CONSUMERS, STREAMS } from '../../src/queue/subjects.ts';
 import { containerOf, environment, plain, podTemplates, portNumber, type EnvFromSecret } from './pods.ts';
 import { DEPLOY_DIR, find, readObjects, render, selects, type K8sObject } from './render.ts';
@@ -117,7 +118,13 @@ describe.each(TARGETS)('deploy/%s', (target) => {
     // restart it before those waits can end in their own one-line exit.
     const config = loadConfig(Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === 'string')));
     const startupWindowS = container.startupProbe.periodSeconds * container.startupProbe.failureThreshold;
-    expect(startupWindowS * 1000).toBeGreaterThan(config.DB_STARTUP_WAIT_MS + config.NATS_STARTUP_WAIT_MS);
+    // Each wait ends with the attempt it started: a database connect and query, a NATS connect.
+    const lastAttemptsMs = config.DB_CONNECT_TIMEOUT_MS + config.DB_QUERY_TIMEOUT_MS + NATS_CONNECT_TIMEOUT_MS;
+    expect(startupWindowS * 1000).toBeGreaterThan(config.DB_STARTUP_WAIT_MS + config.NATS_STARTUP_WAIT_MS + lastAttemptsMs);
+    // SIGTERM: the preStop pause, then requests in flight, then webhook deliveries in flight, in turn.
+    const preStopS = Number(container.lifecycle.preStop.exec.command.at(-1));
+    const drainMs = preStopS * 1000 + config.REQUEST_TIMEOUT_MS + config.WEBHOOK_TIMEOUT_MS;
+    expect(deployment.spec.template.spec.terminationGracePeriodSeconds * 1000).toBeGreaterThanOrEqual(drainMs + 5000);
     for (const variable of ['DATABASE_URL', 'WEBHOOK_SECRET']) {
       expect(env[variable], variable).toEqual<EnvFromSecret>({ secret: SECRET, key: variable, optional: false });
     }
