@@ -127,7 +127,8 @@ export class Transport {
    *
    * Retry rule, for requests marked safe only: a 503 that carries Retry-After (the API's
    * "nothing was changed, come back in n s") is tried again after that delay, and a request
-   * that got no answer at all is tried again after 0.5 s, 1 s, 2 s... An unsafe request
+   * that got no answer, or an answer that broke off mid-body, is tried again after 0.5 s, 1 s,
+   * 2 s... An unsafe request
    * (a create without an Idempotency-Key) is never repeated: a 503 may come from a proxy in
    * front of the API, and a lost connection may have lost only the answer, so a repeat could
    * create and charge a second prediction. The error then carries retryAfter for the caller.
@@ -137,44 +138,49 @@ export class Transport {
       const problem = headerValueProblem(value);
       if (problem) throw new TypeError(`${name} ${problem}`);
     }
-    const tries = spec.retry ? 1 + this.retries : 1;
-    for (let attempt = 1; ; attempt++) {
-      let response: Response;
+    return this.withRetries(spec.retry, spec.signal, async () => {
+      const response = await this.send(this.url(spec.path), {
+        method: spec.method,
+        headers: this.headers(spec),
+        body: spec.body === undefined ? undefined : JSON.stringify(spec.body),
+        signal: spec.signal,
+      });
+      if (!response.ok) throw await errorFrom(response);
+      return this.parse(response, spec);
+    });
+  }
+
+  /**
+   * The bytes at an absolute URL, fetched without the key: output image URLs are capabilities
+   * of their own and may point at another host (a CDN), which must never see the key. A GET, so
+   * the retry rule applies.
+   */
+  async download(url: string, signal?: AbortSignal): Promise<Uint8Array> {
+    return this.withRetries(true, signal, async () => {
+      const response = await this.send(url, { method: 'GET', signal });
+      if (!response.ok) throw await errorFrom(response);
+      return new Uint8Array(await readBody(response, url, signal, (r) => r.arrayBuffer()));
+    });
+  }
+
+  /** Runs `attempt` under the retry rule above (once when `safe` is false). */
+  private async withRetries<T>(safe: boolean, signal: AbortSignal | undefined, attempt: () => Promise<T>): Promise<T> {
+    const tries = safe ? 1 + this.retries : 1;
+    for (let n = 1; ; n++) {
       try {
-        response = await this.send(this.url(spec.path), {
-          method: spec.method,
-          headers: this.headers(spec),
-          body: spec.body === undefined ? undefined : JSON.stringify(spec.body),
-          signal: spec.signal,
-        });
+        return await attempt();
       } catch (error) {
-        if (error instanceof QrArtConnectionError && attempt < tries) {
-          await sleep(Math.min(CONNECTION_BACKOFF_MS * 2 ** (attempt - 1), this.maxRetryDelayMs), spec.signal);
-          continue;
-        }
-        throw error;
+        if (n >= tries) throw error;
+        if (error instanceof QrArtConnectionError) await sleep(Math.min(CONNECTION_BACKOFF_MS * 2 ** (n - 1), this.maxRetryDelayMs), signal);
+        else if (error instanceof QrArtApiError && error.status === 503 && error.retryAfter !== null) await sleep(Math.min(error.retryAfter * 1000, this.maxRetryDelayMs), signal);
+        else throw error;
       }
-      if (response.ok) return this.parse(response, spec);
-      const error = await errorFrom(response);
-      if (error.status === 503 && error.retryAfter !== null && attempt < tries) {
-        await sleep(Math.min(error.retryAfter * 1000, this.maxRetryDelayMs), spec.signal);
-        continue;
-      }
-      throw error;
     }
   }
 
   /** A raw fetch against the API (the event stream): key header added, errors of the network as QrArtConnectionError. */
   async stream(path: string, init: { headers?: Record<string, string>; signal?: AbortSignal }): Promise<Response> {
     return this.send(this.url(path), { method: 'GET', headers: { ...this.keyHeader(), ...init.headers }, signal: init.signal });
-  }
-
-  /**
-   * A raw GET of an absolute URL without the key: output image URLs are capabilities of their
-   * own and may point at another host (a CDN), which must never see the key.
-   */
-  async fetchUrl(url: string, signal?: AbortSignal): Promise<Response> {
-    return this.send(url, { method: 'GET', signal });
   }
 
   private url(path: string): string {
@@ -206,7 +212,7 @@ export class Transport {
   }
 
   private async parse<S extends z.ZodType>(response: Response, spec: RequestSpec<S>): Promise<z.infer<S>> {
-    const text = await response.text();
+    const text = await readBody(response, this.url(spec.path), spec.signal, (r) => r.text());
     let json: unknown;
     try {
       json = JSON.parse(text);
@@ -220,6 +226,20 @@ export class Transport {
       throw invalidResponse(response, `${spec.method} ${spec.path} answered with an unexpected body (${where})`);
     }
     return parsed.data;
+  }
+}
+
+/**
+ * A body read: an answer that breaks off after its headers (a proxy or the server gone mid-way)
+ * is a QrArtConnectionError like one that never came, so the retry rule covers it.
+ */
+async function readBody<T>(response: Response, url: string, signal: AbortSignal | undefined, read: (response: Response) => Promise<T>): Promise<T> {
+  try {
+    return await read(response);
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    const reason = error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error);
+    throw new QrArtConnectionError(`the answer from ${new URL(url).origin} broke off: ${reason}`, { cause: error });
   }
 }
 

@@ -1,6 +1,6 @@
 /** The prediction calls of docs/api.md: create, get, list (one page, or every page), quote, and image downloads. */
 import type { CreateBody } from './bodies.ts';
-import { errorFrom, type CallOptions, type Transport } from './http.ts';
+import type { CallOptions, Transport } from './http.ts';
 import {
   ListEnvelopeSchema,
   PredictionEnvelopeSchema,
@@ -95,8 +95,6 @@ export async function quotePrediction(http: Transport, body: CreateBody, options
 }
 
 /** The bytes of an output file URL (record.output.images[i]). */
-export async function downloadFile(http: Transport, url: string, options: CallOptions = {}): Promise<Uint8Array> {
-  const response = await http.fetchUrl(url, options.signal);
-  if (!response.ok) throw await errorFrom(response);
-  return new Uint8Array(await response.arrayBuffer());
+export function downloadFile(http: Transport, url: string, options: CallOptions = {}): Promise<Uint8Array> {
+  return http.download(url, options.signal);
 }

@@ -12,6 +12,7 @@ import { SMALL_V5S, startClientStack } from './stack.ts';
 const LISTER = 'key-client-list-0123456789abcdef012345';
 const POOR = 'key-client-poor-0123456789abcdef012345';
 const RETRIER = 'key-client-retry-0123456789abcdef01234';
+const CUTOFF = 'key-client-cutoff-0123456789abcdef0123';
 
 /** Fault injection in front of the real API: the first `times` creates reach the API, but their answer is replaced by a 503. */
 function answerLostThen503(times: number): { fetch: typeof fetch; creates: number } {
@@ -31,13 +32,29 @@ function answerLostThen503(times: number): { fetch: typeof fetch; creates: numbe
   return state;
 }
 
+/** Fault injection: the first `times` requests matching `which` reach the API, whose answer then breaks off after its headers. */
+function answerCutOff(times: number, which: (url: string, init?: RequestInit) => boolean): { fetch: typeof fetch; sent: number } {
+  const state = { sent: 0, fetch: (async () => new Response()) as typeof fetch };
+  state.fetch = async (input, init) => {
+    const response = await fetch(input, init);
+    if (!which(String(input), init)) return response;
+    state.sent++;
+    if (state.sent > times) return response;
+    await response.body?.cancel();
+    // What undici gives when the connection closes mid-body: the headers came, the body read fails.
+    const broken = new ReadableStream({ start: (controller) => controller.error(new TypeError('terminated')) });
+    return new Response(broken, { status: response.status, headers: response.headers });
+  };
+  return state;
+}
+
 describe('QrArtClient requests', () => {
   let stack: TestStack;
   let client: QrArtClient;
   const ids: string[] = [];
 
   beforeAll(async () => {
-    stack = await startClientStack({ env: { API_KEYS: `lena:${LISTER}:100,pat:${POOR}:1,rita:${RETRIER}:100` } });
+    stack = await startClientStack({ env: { API_KEYS: `lena:${LISTER}:100,pat:${POOR}:1,rita:${RETRIER}:100,cora:${CUTOFF}:100` } });
     client = new QrArtClient({ baseUrl: `${stack.baseUrl}/`, apiKey: LISTER });
     // Five predictions, created one after another so their order is known (newest first in the list).
     for (let i = 0; i < 5; i++) ids.unshift((await client.create({ ...SMALL_V5S, seed: i })).id);
@@ -119,6 +136,28 @@ describe('QrArtClient requests', () => {
     expect(error).toBeInstanceOf(QrArtConnectionError);
     expect((error as Error).message).toMatch(/^cannot reach http:\/\/127\.0\.0\.1:1: /);
     expect(attempts).toHaveLength(3);
+  });
+
+  it('an answer that breaks off mid-body is a lost answer: a keyed create is retried and charged once, a read is retried', async () => {
+    const before = await balanceOf(stack.api.db, 'cora');
+    const creates = answerCutOff(1, (url, init) => init?.method === 'POST' && url.endsWith('/v1/predictions/queue'));
+    const retrying = new QrArtClient({ baseUrl: stack.baseUrl, apiKey: CUTOFF, fetch: creates.fetch });
+    const record = await retrying.create(SMALL_V5S, { idempotencyKey: 'client-test-cutoff-1' });
+    expect(creates.sent).toBe(2);
+    expect(await balanceOf(stack.api.db, 'cora')).toBe(before - 149); // cents: one charge
+    expect((await retrying.list()).totalDocs).toBe(1);
+
+    const reads = answerCutOff(2, (url, init) => (init?.method ?? 'GET') === 'GET' && url.endsWith(`/v1/predictions/${record.id}`));
+    const reader = new QrArtClient({ baseUrl: stack.baseUrl, apiKey: CUTOFF, fetch: reads.fetch });
+    expect(await reader.get(record.id)).toMatchObject({ id: record.id });
+    expect(reads.sent).toBe(3);
+    // Without a key the create is not repeated: the broken answer reaches the caller as a lost connection.
+    const unkeyed = answerCutOff(1, (url, init) => init?.method === 'POST' && url.endsWith('/v1/predictions/queue'));
+    const careful = new QrArtClient({ baseUrl: stack.baseUrl, apiKey: CUTOFF, fetch: unkeyed.fetch });
+    const lost = await careful.create(SMALL_V5S).catch((e: unknown) => e);
+    expect(lost).toBeInstanceOf(QrArtConnectionError);
+    expect((lost as Error).message).toMatch(/^the answer from http:\/\/127\.0\.0\.1:\d+ broke off: terminated$/);
+    expect(unkeyed.sent).toBe(1);
   });
 
   it('a key or Idempotency-Key that no header can carry is a TypeError naming it, thrown before anything is sent; a key read with its trailing newline works', async () => {
