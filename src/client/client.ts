@@ -14,6 +14,7 @@ import {
 } from './predictions.ts';
 import type { ListedPrediction, PredictionPage, PredictionRecord, Quote } from './schemas.ts';
 import { waitForPrediction, type WaitOptions } from './wait.ts';
+import { predictionEvents, type PredictionStreamEvent } from './events.ts';
 
 export class QrArtClient {
   private readonly http: Transport;
@@ -54,6 +55,15 @@ export class QrArtClient {
   /** Until executed or failed: follows the event stream, polls where there is none. */
   wait(id: string, options?: WaitOptions): Promise<PredictionRecord> {
     return waitForPrediction(this.http, id, options);
+  }
+
+  /**
+   * The raw event stream of a prediction: `for await (const event of client.events(id)) ...`
+   * (`prediction` records and `progress` steps; it ends after the final record). `wait` is this
+   * plus reconnecting and polling.
+   */
+  events(id: string, options: CallOptions = {}): AsyncGenerator<PredictionStreamEvent, void, undefined> {
+    return predictionEvents(this.http, id, options.signal);
   }
 
   /** The bytes of an output image URL; sent without the key (the URL is its own capability). */

@@ -25,6 +25,8 @@ export interface WaitOptions {
 const MAX_STREAM_FAILURES = 3;
 /** Pause before reconnecting a stream that ended early. */
 const RECONNECT_DELAY_MS = 500;
+/** Statuses in the order a prediction goes through them (the two final ones last). */
+const STATUS_RANK: Readonly<Record<PredictionStatus, number>> = { queued: 0, executing: 1, executed: 2, failed: 2 };
 
 /** Resolves with the record once it is executed or failed (a failed prediction resolves too: check record.status). */
 export async function waitForPrediction(http: Transport, id: string, options: WaitOptions = {}): Promise<PredictionRecord> {
@@ -33,6 +35,8 @@ export async function waitForPrediction(http: Transport, id: string, options: Wa
   let lastStatus: PredictionStatus | undefined;
   /** Reports a new status; returns the record when it is final. */
   const observe = (record: PredictionRecord): PredictionRecord | null => {
+    // A replica whose read cache is a moment behind may still say queued after executing: a wait only goes forward.
+    if (lastStatus !== undefined && STATUS_RANK[record.status] < STATUS_RANK[lastStatus]) return null;
     if (record.status !== lastStatus) {
       lastStatus = record.status;
       options.onStatus?.(record);
@@ -70,7 +74,20 @@ export async function waitForPrediction(http: Transport, id: string, options: Wa
       if (streamFailures >= MAX_STREAM_FAILURES) useStream = false;
     }
     // The record itself: between two streams (it may have finished meanwhile), or all along.
-    const final = observe(await getPrediction(http, id, { signal }));
+    let record: PredictionRecord;
+    try {
+      record = await getPrediction(http, id, { signal });
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      // The API is away for longer than the transport's retries (a restart, a database failover):
+      // the prediction goes on, and so does the wait; only the caller's signal ends it.
+      const away = error instanceof QrArtConnectionError || (error instanceof QrArtApiError && (error.status >= 500 || error.status === 429));
+      if (!away) throw error;
+      const retryAfterMs = error instanceof QrArtApiError && error.retryAfter !== null ? error.retryAfter * 1000 : 0;
+      await sleep(Math.max(pollIntervalMs, retryAfterMs), signal);
+      continue;
+    }
+    const final = observe(record);
     if (final) return final;
     await sleep(useStream ? RECONNECT_DELAY_MS : pollIntervalMs, signal);
   }

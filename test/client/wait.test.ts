@@ -6,7 +6,7 @@
  */
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QrArtClient, verifyWebhook, type PredictionRecord, type PredictionStatus, type Progress } from '../../src/client/index.ts';
+import { QrArtClient, verifyWebhook, type PredictionRecord, type PredictionStatus, type PredictionStreamEvent, type Progress } from '../../src/client/index.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/flows.ts';
 import { TEST_SECRET, waitFor, type TestStack } from '../helpers/service.ts';
 import { PNG_SIGNATURE, SMALL_V5S, startClientStack } from './stack.ts';
@@ -61,6 +61,11 @@ describe('QrArtClient.wait with a worker', () => {
     expect(last.step).toBe(last.total);
     expect(last.total).toBeGreaterThanOrEqual(4);
 
+    // The raw stream of a finished prediction: its final record, then the end.
+    const replay: PredictionStreamEvent[] = [];
+    for await (const event of client.events(created.id)) replay.push(event);
+    expect(replay).toEqual([{ type: 'prediction', record: done }]);
+
     const images = (done.output as { images: string[] }).images;
     expect(images).toHaveLength(1);
     const bytes = await client.download(images[0]!);
@@ -101,6 +106,56 @@ describe('QrArtClient.wait with a worker', () => {
     expect(olderServer.tried).toHaveLength(1);
     expect(unreachable.tried.length).toBeGreaterThanOrEqual(1);
     expect(unreachable.tried.length).toBeLessThanOrEqual(3);
+  });
+
+  it('rides out an API that is away for longer than the transport retries, and retries a download answered 503 or cut off mid-body', async () => {
+    const created = await client.create({ ...SMALL_V5S, seed: 10 });
+    const seen = { polls: 0, downloads: 0 };
+    // Fault injection in front of the real API: 6 polls answered 503 (a database failover), 2 that
+    // cannot connect (a restart), then the API as it is; the first download 503, the second cut off.
+    const faulty: typeof fetch = async (input, init) => {
+      const { pathname } = new URL(String(input));
+      if (pathname === `/v1/predictions/${created.id}`) {
+        seen.polls++;
+        if (seen.polls <= 6) return Response.json({ success: false, error: { code: 'service_unavailable', message: 'the database is away', details: [] } }, { status: 503, headers: { 'retry-after': '0' } });
+        if (seen.polls <= 8) throw new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED') });
+      }
+      if (pathname.startsWith('/v1/files/')) {
+        seen.downloads++;
+        if (seen.downloads === 1) return Response.json({ success: false, error: { code: 'service_unavailable', message: 'the broker is away', details: [] } }, { status: 503, headers: { 'retry-after': '0' } });
+        if (seen.downloads === 2) {
+          const response = await fetch(input, init);
+          await response.body?.cancel();
+          return new Response(new ReadableStream({ start: (controller) => controller.error(new TypeError('terminated')) }), { status: 200, headers: response.headers });
+        }
+      }
+      return fetch(input, init);
+    };
+    const patient = new QrArtClient({ baseUrl: stack.baseUrl, apiKey: KEY, fetch: faulty });
+    const done = await patient.wait(created.id, { stream: false, pollIntervalMs: 50 });
+    expect(done).toMatchObject({ id: created.id, status: 'executed' });
+    expect(seen.polls).toBeGreaterThan(8);
+    const bytes = await patient.download((done.output as { images: string[] }).images[0]!);
+    expect([...bytes.subarray(0, 8)]).toEqual(PNG_SIGNATURE);
+    expect(seen.downloads).toBe(3);
+  });
+
+  it('never reports a status going back, as a replica whose read cache lags may answer', async () => {
+    const created = await client.create({ ...SMALL_V5S, seed: 11 });
+    let executingPolls = 0;
+    // Fault injection: the second poll that says executing is answered with the record as it was when queued.
+    const lagging: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (new URL(String(input)).pathname !== `/v1/predictions/${created.id}`) return response;
+      const envelope = (await response.json()) as { data: PredictionRecord };
+      if (envelope.data.status === 'executing' && ++executingPolls === 2) envelope.data = { ...envelope.data, status: 'queued', startedAt: null };
+      return Response.json(envelope, { status: response.status });
+    };
+    const statuses: PredictionStatus[] = [];
+    const done = await new QrArtClient({ baseUrl: stack.baseUrl, apiKey: KEY, fetch: lagging }).wait(created.id, { stream: false, pollIntervalMs: 50, onStatus: (r) => statuses.push(r.status) });
+    expect(done.status).toBe('executed');
+    expect(executingPolls).toBeGreaterThanOrEqual(2); // the stale answer was served
+    expect(statuses).toEqual(['queued', 'executing', 'executed']);
   });
 
   it('an aborted wait rejects with the signal reason and leaves the prediction alone', async () => {
