@@ -203,14 +203,18 @@ async function finish(client: QrArtClient, record: PredictionRecord, out: string
   const files: { path: string; url: string; isScannable: boolean | null; scanRobustness: number | null }[] = [];
   for (const [i, url] of urls.entries()) {
     const file = path.join(out, `${record.id}-${i}${path.extname(new URL(url).pathname) || '.png'}`);
-    const data = await client.download(url);
+    // The prediction is made and paid for: whatever stops the download or the write, say where its images still are.
+    let data: Uint8Array;
+    try {
+      data = await client.download(url);
+    } catch (error) {
+      if (!(error instanceof QrArtApiError || error instanceof QrArtConnectionError)) throw error;
+      return imagesStayAt(urls, `cannot download ${url}: ${error.message}`);
+    }
     try {
       await writeFile(file, data);
     } catch (error) {
-      // The prediction is made and paid for: say where its images still are.
-      console.error(`cannot write ${file}: ${(error as Error).message}; the images stay at:`);
-      for (const each of urls) console.error(`  ${each}`);
-      return 1;
+      return imagesStayAt(urls, `cannot write ${file}: ${(error as Error).message}`);
     }
     files.push({ path: file, url, isScannable: record.isScanables[i] ?? null, scanRobustness: robustness[i] ?? null });
   }
@@ -223,6 +227,13 @@ async function finish(client: QrArtClient, record: PredictionRecord, out: string
     if (record.isScanables.length > 0) console.log(`isScanables: ${JSON.stringify(record.isScanables)}`);
   }
   return 0;
+}
+
+/** Exit 1 after a made prediction's images could not be saved: why, then their URLs. */
+function imagesStayAt(urls: readonly string[], why: string): number {
+  console.error(`${why}; the images stay at:`);
+  for (const each of urls) console.error(`  ${each}`);
+  return 1;
 }
 
 /** The API's refusal: its message, then each field it names as the flag that sets it. */

@@ -10,8 +10,8 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { flagsFor } from '../../src/cli/predict.ts';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { flagsFor, predictCommand } from '../../src/cli/predict.ts';
 import { requestSchemas } from '../../src/workflows/schemas.ts';
 import { WORKFLOWS } from '../../src/workflows/names.ts';
 import type { TestStack } from '../helpers/service.ts';
@@ -19,6 +19,7 @@ import { startClientStack } from '../client/stack.ts';
 
 const bin = path.resolve(import.meta.dirname, '../../bin/qr-art.js');
 const KEY = 'key-cli-predict-0123456789abcdef01234';
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const SMALL = ['--workflow', 'generate_qr_art_v5s', '--qr-content', 'https://example.com/cli', '--steps', '4'];
 
 interface Run {
@@ -120,6 +121,32 @@ describe('qr-art predict', () => {
     const result = await run([...SMALL, '--prompt', 'nsfwdemo', '--wait', '--out', path.join(dir, 'nsfw')], { env });
     expect(result.code).toBe(1);
     expect(result.err).toMatch(/^failed: nsfw_content: NSFW content detected\./m);
+  });
+
+  it('--wait whose images cannot be downloaded (after the retries of a read) exits 1 and prints where the images are', async () => {
+    // In-process, so that fault injection can stand in front of fetch: the files cannot be reached.
+    const realFetch = globalThis.fetch;
+    const errors: string[] = [];
+    const printed = vi.spyOn(console, 'error').mockImplementation((...parts: unknown[]) => void errors.push(parts.join(' ')));
+    const logged = vi.spyOn(console, 'log').mockImplementation(() => undefined);
+    const fileGets: string[] = [];
+    vi.stubGlobal('fetch', async (input: string | URL | Request, init?: RequestInit) => {
+      const url = String(input instanceof Request ? input.url : input);
+      if (!new URL(url).pathname.startsWith('/v1/files/')) return realFetch(input, init);
+      fileGets.push(url);
+      throw new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED') });
+    });
+    try {
+      const code = await predictCommand([...SMALL, '--prompt', 'a lighthouse', '--wait', '--out', path.join(dir, 'unreachable')], env);
+      expect(code).toBe(1);
+    } finally {
+      vi.unstubAllGlobals();
+      printed.mockRestore();
+      logged.mockRestore();
+    }
+    expect(fileGets).toHaveLength(4); // the first try and 3 retries
+    expect(errors.at(-2)).toMatch(new RegExp(`^cannot download ${escapeRegExp(fileGets[0]!)}: cannot reach http://127\\.0\\.0\\.1:\\d+: connect ECONNREFUSED; the images stay at:$`));
+    expect(errors.at(-1)).toBe(`  ${fileGets[0]}`);
   });
 
   it('a request the API refuses exits 3 with its message and each field named by its flag', async () => {
