@@ -360,6 +360,46 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
     await noHorizontalScroll(page);
     await close(page);
   });
+  it('a create whose answer was lost is tried again with the same Idempotency-Key: one prediction, one charge', async () => {
+    const page = await open(DESKTOP, KEY);
+    const count = async () => ((await stack.call('GET', '/v1/predictions?limit=1', { key: KEY })).body as { data: { totalDocs: number } }).data.totalDocs;
+    const before = await count();
+    const keys: string[] = [];
+    const replayed: (string | null)[] = [];
+    let lost = false;
+    let answered = 0;
+    await page.route('**/v1/predictions/queue', async (route) => {
+      keys.push(route.request().headers()['idempotency-key'] ?? '');
+      const response = await route.fetch(); // the service makes (and charges) the prediction
+      replayed.push(response.headers()['idempotent-replayed'] ?? null);
+      if (lost) await route.fulfill({ response });
+      else await route.abort('connectionreset'); // and the answer never reaches the page
+      lost = true;
+      answered++;
+    });
+    await page.fill('[name=prompt]', 'a paper boat');
+    await page.fill('[name=qrContent]', 'https://example.com/boat');
+    await page.click('details.more summary');
+    await page.fill('[name=steps]', '10');
+    await page.click('#create-button');
+    await waitFor(async () => ((await page.textContent('#form-error'))?.startsWith('Could not reach the service') ? true : undefined));
+    await page.click('#create-button');
+    await page.waitForSelector('#result-card:not([hidden])');
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toMatch(/^[0-9a-f]{32}$/);
+    expect(keys[1]).toBe(keys[0]);
+    expect(replayed).toEqual([null, 'true']);
+    expect(await count()).toBe(before + 1);
+    // Another body is another prediction: a new key.
+    await page.fill('[name=prompt]', 'a paper plane');
+    await page.click('#create-button');
+    await waitFor(async () => (answered === 3 ? true : undefined));
+    expect(keys[2]).not.toBe(keys[0]);
+    expect(replayed[2]).toBeNull();
+    expect(await count()).toBe(before + 2);
+    await close(page);
+  }, 60_000);
+
   it('follows by polling every 2 s when the event stream cannot be had', async () => {
     const page = await open(PHONE, KEY);
     const polls: number[] = [];

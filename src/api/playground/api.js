@@ -46,8 +46,8 @@ async function failure(response) {
   return new ApiError(response.status, body, retryAfter);
 }
 
-async function json(path, { key, method = 'GET', body, signal } = {}) {
-  const headers = { accept: 'application/json' };
+async function json(path, { key, method = 'GET', body, signal, headers: extra = {} } = {}) {
+  const headers = { accept: 'application/json', ...extra };
   if (key !== undefined) headers['x-api-key'] = key;
   if (body !== undefined) headers['content-type'] = 'application/json';
   const response = await fetch(url(path), { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
@@ -83,8 +83,9 @@ export async function quote(body, signal) {
   return (await json('v1/predictions/quote', { method: 'POST', body, signal })).data;
 }
 
-export async function createPrediction(key, body) {
-  return (await json('v1/predictions/queue', { key, method: 'POST', body })).data;
+/** idempotencyKey: the same for a repeat of a create that got no answer, so that it is charged at most once. */
+export async function createPrediction(key, body, idempotencyKey) {
+  return (await json('v1/predictions/queue', { key, method: 'POST', body, headers: { 'idempotency-key': idempotencyKey } })).data;
 }
 
 export async function getPrediction(key, id, signal) {

@@ -34,6 +34,13 @@ const remember = (name, value) => {
 };
 let touched = new Set();
 let submitted = false;
+/** The create being tried ({ key, body, idempotencyKey }) until it is answered with a prediction. */
+let pendingCreate = null;
+
+/** 128 random bits as hex: getRandomValues works on plain http too, where crypto.randomUUID does not exist. */
+function newIdempotencyKey() {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, '0')).join('');
+}
 
 // ---- the key -------------------------------------------------------------------------------
 
@@ -180,10 +187,15 @@ form.addEventListener('submit', async (event) => {
     form.querySelector('[aria-invalid="true"]')?.focus();
     return;
   }
+  // A create that got no answer may have been made: trying the same body again sends the same
+  // Idempotency-Key, and the service answers with that prediction instead of charging again.
+  const sent = JSON.stringify(body);
+  if (!pendingCreate || pendingCreate.body !== sent || pendingCreate.key !== key) pendingCreate = { key, body: sent, idempotencyKey: newIdempotencyKey() };
   createButton.disabled = true;
   createButton.textContent = 'Creating…';
   try {
-    const record = await createPrediction(key, body);
+    const record = await createPrediction(key, body, pendingCreate.idempotencyKey);
+    pendingCreate = null;
     void history.refresh();
     void follow(record);
   } catch (error) {
