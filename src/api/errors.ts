@@ -1,5 +1,6 @@
 import type { FastifyError } from 'fastify';
 import { DependencyUnavailableError } from '../util/unavailable.ts';
+import { CreateOutcomeUnknownError } from '../predictions/create.ts';
 
 /** `details` entry of the error body: which field broke which rule. */
 export interface ErrorDetail {
@@ -70,7 +71,15 @@ export const streamLimitReached = (max: number) => {
 
 /** A dependency outage: nothing was done, the same request may be sent again after Retry-After. */
 export const serviceUnavailable = (error: DependencyUnavailableError) =>
-  new ApiError(
+  error instanceof CreateOutcomeUnknownError
+    ? new ApiError(
+        503,
+        'service_unavailable',
+        `the database stopped answering while this create was being committed, so it may have been made and charged: send it again with the same Idempotency-Key (charged at most once), or list your predictions before creating it again; retry after ${error.retryAfterSeconds} s`,
+        [{ field: '', rule: 'create_outcome_unknown' }],
+        error.retryAfterSeconds,
+      )
+    : new ApiError(
     503,
     'service_unavailable',
     `the service is temporarily unavailable (${error.dependency}); nothing was changed, retry after ${error.retryAfterSeconds} s`,

@@ -45,7 +45,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   415: 'the body is not application/json',
   422: 'the Idempotency-Key was used before with a different body',
   429: 'too many requests from this address (PREVIEW_RATE_LIMIT a minute); retry after Retry-After',
-  503: 'the database or NATS is temporarily unavailable; nothing was changed; retry after Retry-After',
+  503: 'the database or NATS is temporarily unavailable; nothing was changed (except with details[0].rule create_outcome_unknown: a create whose commit the database never confirmed, which may have been made); retry after Retry-After',
 };
 
 /** Error responses with their example bodies; `extra400` adds examples to the 400 (an endpoint's own rules). */

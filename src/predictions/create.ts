@@ -1,14 +1,31 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../store/database.ts';
 import type { IdempotencyClaim } from '../store/idempotency.ts';
-import { createPredictions, type CreateResult, type NewPrediction } from '../store/predictions.ts';
-import { DependencyUnavailableError } from '../util/unavailable.ts';
+import type { PredictionRecord } from '../store/prediction-record.ts';
+import { createPredictions, recordsById, type CreateResult, type NewPrediction } from '../store/predictions.ts';
+import { CommitUnconfirmedError, DependencyUnavailableError, waitWhileUnavailable } from '../util/unavailable.ts';
 import type { OutboxRelay } from '../queue/outbox-relay.ts';
 import { subjects } from '../queue/subjects.ts';
 import type { JobMessage } from '../messages/schemas.ts';
 import { catalogue } from '../workflows/catalogue.ts';
 import type { ParsedPrediction } from '../workflows/validate.ts';
 import { centsToCredits } from '../workflows/pricing.ts';
+
+/** How long a create whose COMMIT went unanswered keeps asking the database what committed. */
+const LOOKUP_WAIT_MS = 1000;
+
+/**
+ * The database stopped answering while a create was committing, and did not answer again in
+ * time to say whether it did: the prediction may have been made and charged (a 503, but not
+ * "nothing was changed").
+ */
+export class CreateOutcomeUnknownError extends DependencyUnavailableError {
+  constructor(cause: unknown) {
+    super('database', RETRY_AFTER_S, { cause });
+    this.name = 'CreateOutcomeUnknownError';
+  }
+}
+const RETRY_AFTER_S = 2;
 
 /** Where committed creates are counted (the API's metrics; declared here so this layer needs nothing above it). */
 export interface CreationRecorder {
@@ -21,7 +38,8 @@ export type Submitted = Extract<CreateResult, { ok: true }>;
 export interface PredictionSubmitter {
   /**
    * Charges, records and queues one validated prediction; throws InsufficientCreditsError,
-   * IdempotencyKeyReusedError, or DependencyUnavailableError (nothing was done).
+   * IdempotencyKeyReusedError, DependencyUnavailableError (nothing was done), or its
+   * CreateOutcomeUnknownError (the database stopped answering mid-commit: it may have been done).
    */
   submit(userId: string, parsed: ParsedPrediction, idempotency?: IdempotencyClaim): Promise<Submitted>;
 }
@@ -58,6 +76,7 @@ export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBat
         return result.ok ? batch[index]!.resolve(result) : batch[index]!.reject(result.error);
       });
     } catch (error) {
+      if (error instanceof CommitUnconfirmedError) return settleUnconfirmed(batch);
       // An outage fails every request alike; retrying them one by one would only wait longer.
       if (batch.length === 1 || error instanceof DependencyUnavailableError) {
         for (const entry of batch) entry.reject(error);
@@ -66,6 +85,35 @@ export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBat
       // One bad row must not fail the others: retry each on its own.
       for (const entry of batch) await commit([entry]);
     }
+  }
+
+  /**
+   * The COMMIT's answer was lost. The ids were chosen before the transaction, so the database
+   * says what committed: a prediction that exists was made (and charged) and is answered as made;
+   * the others (never made, or refused or replayed inside the transaction) go through again,
+   * which makes each at most once since its id is the same. Without an answer from the database
+   * the request learns that its create may have been made.
+   */
+  async function settleUnconfirmed(batch: Waiting[]): Promise<void> {
+    let made: Map<string, PredictionRecord>;
+    try {
+      made = await waitWhileUnavailable(() => recordsById(deps.db, batch.map((entry) => entry.prediction.id)), LOOKUP_WAIT_MS, () => undefined);
+    } catch (error) {
+      for (const entry of batch) entry.reject(new CreateOutcomeUnknownError(error));
+      return;
+    }
+    const again: Waiting[] = [];
+    for (const entry of batch) {
+      const record = made.get(entry.prediction.id);
+      if (!record) {
+        again.push(entry);
+        continue;
+      }
+      // Its job waits in the outbox table: the relay's sweep publishes it.
+      deps.metrics?.predictionCreated(entry.prediction.workflow, centsToCredits(entry.prediction.costCents));
+      entry.resolve({ ok: true, record, replayed: false });
+    }
+    if (again.length > 0) await commit(again);
   }
 
   async function drain(): Promise<void> {

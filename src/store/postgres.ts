@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { DependencyUnavailableError } from '../util/unavailable.ts';
+import { CommitUnconfirmedError, DependencyUnavailableError } from '../util/unavailable.ts';
 import type { Database, PostgresLimits, Queryable, QueryResult } from './database.ts';
 import { isConnectionFailure } from './pg-errors.ts';
 
@@ -19,7 +19,8 @@ const RETRY_AFTER_SECONDS = 2;
  * - a client that saw a connection failure is destroyed, not returned to the pool, so the
  *   pool heals by itself once the server is back;
  * - such failures are thrown as DependencyUnavailableError (the API answers 503 with
- *   Retry-After); any other error (a bug of ours) is thrown as it is.
+ *   Retry-After), during a COMMIT as CommitUnconfirmedError (it may have committed); any
+ *   other error (a bug of ours) is thrown as it is.
  */
 export async function openPostgres(connectionString: string, limits: PostgresLimits): Promise<Database> {
   const pool = new pg.Pool({
@@ -62,12 +63,19 @@ export async function openPostgres(connectionString: string, limits: PostgresLim
     async transaction(fn) {
       const client = await pool.connect().catch(unavailable);
       let broken: unknown;
+      let committing = false;
       try {
         await client.query('BEGIN');
         const value = await fn(asQueryable(client));
+        committing = true;
         await client.query('COMMIT');
         return value;
       } catch (error) {
+        if (committing && isConnectionFailure(error)) {
+          // Sent, maybe committed: the caller must look before it says nothing was changed.
+          broken = error;
+          throw new CommitUnconfirmedError(RETRY_AFTER_SECONDS, { cause: error });
+        }
         if (isConnectionFailure(error) || error instanceof DependencyUnavailableError) broken = error;
         // A broken connection cannot roll back; the server aborts the transaction when it sees the socket close.
         else await client.query('ROLLBACK').catch((rollbackError: unknown) => (broken = rollbackError));

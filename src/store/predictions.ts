@@ -187,7 +187,8 @@ function settle(outcome: Outcome, created: Map<string, PredictionRecord>, replay
   return { ok: true, record: created.get(outcome.id)!, replayed: false };
 }
 
-async function recordsById(tx: Queryable, ids: readonly string[]): Promise<Map<string, PredictionRecord>> {
+/** The predictions of these ids that exist, by id (any owner: for the service's own bookkeeping, never for a user's read). */
+export async function recordsById(tx: Queryable, ids: readonly string[]): Promise<Map<string, PredictionRecord>> {
   if (ids.length === 0) return new Map();
   const { rows } = await tx.query<PredictionRow>(`SELECT ${PREDICTION_COLUMNS} FROM predictions WHERE id = ANY($1::text[])`, [[...new Set(ids)]]);
   return new Map(rows.map((row) => [row.id, toRecord(row)]));

@@ -19,6 +19,18 @@ export class DependencyUnavailableError extends Error {
 }
 
 /**
+ * The database took a COMMIT and its answer was lost (the connection broke, or the statement
+ * timed out on our side while the server was stalled): the transaction may have committed.
+ * Whoever ran it must find out before saying "nothing was changed".
+ */
+export class CommitUnconfirmedError extends DependencyUnavailableError {
+  constructor(retryAfterSeconds: number, options?: { cause?: unknown }) {
+    super('database', retryAfterSeconds, options);
+    this.name = 'CommitUnconfirmedError';
+  }
+}
+
+/**
  * Runs `attempt` until it succeeds, retrying once a second while it fails with
  * DependencyUnavailableError and `waitMs` has not passed; any other failure is thrown at once.
  * For start-up: a replica started while its database or broker is still starting (failing over,
