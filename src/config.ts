@@ -155,6 +155,8 @@ export const ConfigSchema = z.object({
   JOB_TIMEOUT_MS: milliseconds.optional(),
   /** How long an aborted or timed-out run may take to stop before its thread is terminated (and a thread to end after that, before the worker gives up). */
   JOB_ABORT_GRACE_MS: milliseconds.default(15_000),
+  /** How long the inference thread, restarted after a crash, may take to load and warm up again before the worker gives the device up (exit 3). */
+  WORKER_RESTART_TIMEOUT_MS: milliseconds.default(600_000),
   /** Sizes the worker runs its graphs at before pulling: 'native' (each model's native square), 'off', or WxH,WxH (output sizes). */
   WARMUP_SIZES: z
     .string()

@@ -52,6 +52,7 @@ export async function startWorkerService(options: { config: Config; natsUrl: str
         warmUp: warmUpSizes(config.WARMUP_SIZES),
         abortGraceMs: config.JOB_ABORT_GRACE_MS,
         exitGraceMs: config.JOB_ABORT_GRACE_MS,
+        restartTimeoutMs: config.WORKER_RESTART_TIMEOUT_MS,
         ...(config.QR_ART_FAULT_INJECTION ? { faultInjection: config.QR_ART_FAULT_INJECTION } : {}),
         // A thread that is stuck or cannot start again: hand the jobs back and give the device up.
         onFatal: (error) => void (daemon ? daemon.fatal(error) : reportFatal(error)),

@@ -52,6 +52,8 @@ import type { WorkerMetrics } from './metrics.ts';
 
 /** The package's own manifest (the demo models): src/worker or dist/worker → models/. */
 export const DEFAULT_MANIFEST_PATH = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
+/** A restarted thread loads every session again and warms up: minutes on a large model, never this long. */
+const DEFAULT_RESTART_TIMEOUT_MS = 10 * 60_000;
 
 export type ProgressListener = (step: number, total: number) => void;
 /** Each final image as soon as the thread has it, before the NSFW check (see InferenceResult.nsfw). */
@@ -77,6 +79,12 @@ export interface InferenceClientOptions {
   readonly abortGraceMs?: number;
   /** How long a terminated thread may take to end before that is fatal (default 10 s). */
   readonly exitGraceMs?: number;
+  /**
+   * How long a thread restarted after a crash may take to be ready (default 10 min): one that
+   * never gets there (a device wedged in session creation or warm-up) would hold the jobs waiting
+   * for it, heartbeated, for good. Past it the client fails (onFatal), so they are handed back.
+   */
+  readonly restartTimeoutMs?: number;
   /** Test hook passed to the thread (pipeline/fault-injection.ts). */
   readonly faultInjection?: string;
   /** The thread cannot be run any more (stuck, or it cannot start again): the process should exit. */
@@ -318,8 +326,21 @@ export class InferenceClient {
     this.options.logger.error({ code, err: thread.lastError }, 'inference thread exited; restarting it');
     this.options.metrics?.threadRestarted();
     this.stateNow = 'restarting';
-    // Restart now so the next job finds sessions ready; a thread that cannot start again is fatal.
-    this.ensureThread().catch((err: Error) => this.fail(new InferenceCrashError(`the inference thread cannot be started again: ${err.message}`)));
+    // Restart now so the next job finds sessions ready; a thread that cannot start again, or not in time, is fatal.
+    const limit = this.options.restartTimeoutMs ?? DEFAULT_RESTART_TIMEOUT_MS;
+    const overdue = setTimeout(() => {
+      const fresh = this.thread;
+      this.fail(new InferenceCrashError(`the inference thread was not ready again within ${limit} ms of its restart (a device that hangs in session creation or warm-up?)`));
+      if (fresh && !fresh.exited) void fresh.worker.terminate();
+    }, limit);
+    overdue.unref();
+    this.ensureThread().then(
+      () => clearTimeout(overdue),
+      (err: Error) => {
+        clearTimeout(overdue);
+        this.fail(new InferenceCrashError(`the inference thread cannot be started again: ${err.message}`));
+      },
+    );
   }
 
   private onMessage(thread: Thread, msg: FromThread, onReady: (p: ExecutionProvider) => void, onFail: (e: Error) => void): void {
