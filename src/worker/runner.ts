@@ -53,8 +53,14 @@ export class JobDeadlineError extends Error {
   override readonly name = 'JobDeadlineError';
 }
 
+/** V8's RangeError when a typed array or buffer cannot be allocated. */
+const HOST_OUT_OF_MEMORY = /^Array buffer allocation failed/;
+/** V8's other RangeErrors: a length or depth the engine refuses, a fault of the code, not of the request. */
+const ENGINE_RANGE_ERROR = /^(Invalid (typed )?array length|Invalid string length|Maximum call stack size exceeded|Invalid array buffer length)/;
+
 /**
- * What an inference failure means for the job: the pipeline's own range checks (RangeError), an
+ * What an inference failure means for the job: the pipeline's own range checks (RangeError; not
+ * V8's own: the host out of memory is an out-of-memory, a stack overflow is handed back), an
  * out-of-memory, an image of NaN/Inf (pipeline/non-finite.ts: another attempt with the same
  * graphs gives the same) and a graph the job needs that this worker has not loaded (an
  * outpainting model without its inpainting UNet or VAE encoder, no captioner for a blank
@@ -67,7 +73,11 @@ export function asJobError(error: unknown): unknown {
     return new JobInputError(`the generation does not fit in the device's memory (${error.message}); try a smaller resolution or batchSize`, 'out_of_memory');
   }
   if (error.fault === 'device') return new DeviceFaultError(error.message);
-  if (error.causeName === 'RangeError') return new JobInputError(error.message);
+  if (error.causeName === 'RangeError') {
+    // V8's own RangeErrors are the host's, not the request's: memory it could not have is memory, the rest a fault of ours.
+    if (HOST_OUT_OF_MEMORY.test(error.message)) return new JobInputError(`the generation does not fit in the worker's memory (${error.message}); try a smaller resolution or batchSize`, 'out_of_memory');
+    return ENGINE_RANGE_ERROR.test(error.message) ? error : new JobInputError(error.message);
+  }
   if (error.causeName === 'GraphSessionError') return new JobInputError(`this service cannot run the request: ${error.message}`, 'workflow_unavailable');
   if (error.causeName === 'NonFiniteOutputError') {
     return new JobInputError(`the model produced an unusable image for this request (${error.message})`, 'invalid_model_output');
