@@ -46,13 +46,14 @@ export class ControlImageRunner implements JobRunner {
 
   async run(job: JobMessage, hooks: RunHooks): Promise<RunOutcome> {
     const { signal } = hooks;
-    hooks.onStart?.();
     if (!isWorkflowName(job.workflow)) throw new JobInputError(`unknown workflow ${job.workflow}`);
     const plan = controlPlanFor(job.workflow, job.input);
     if (plan.kind === 'none') {
       throw new JobInputError(`${job.workflow} needs the diffusion pipeline, which this worker does not have yet`, 'workflow_unavailable');
     }
     const { image, expected, codeSide, geometry } = await jobControlImage(plan, this.options, signal);
+    // Started once its input is read, as the diffusion runner's device start comes after it.
+    hooks.onStart?.();
     const png = await encodePng(image);
     if (this.options.scanVerdict === false) return { kind: 'images', images: Array.from({ length: job.imageCount }, () => ({ data: png, extension: 'png' })) };
     // The same verdict as generated images get (the capture family), never a repair.

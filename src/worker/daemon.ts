@@ -170,7 +170,8 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
       }
       if (error instanceof JobInputError) {
         try {
-          await announce().catch(() => ((executing = undefined), announce()));
+          // A job refused before the device started it (an unreadable qrImage) never executed: queued, then failed.
+          if (startedAt !== undefined) await announce().catch(() => ((executing = undefined), announce()));
           await publishEvent({ predictionId: job.id, status: 'failed', at: new Date().toISOString(), startedAt, workerId, error: { code: error.code, message: error.message } });
         } catch (publishError) {
           // NATS is away: the failure cannot be told now. Hand the job back like any transient

@@ -118,6 +118,8 @@ describe('QR Art v1-v3b: the client brings the code as an image URL', () => {
   ])('fails %s with a clear error and refunds it', async (_, path, code, text) => {
     const { done, refunded } = await run(`${images.url}${path}`);
     expect(done).toMatchObject({ status: 'failed', refunded: true, output: '', error: { code } });
+    // Refused before the device started it: it never executed.
+    expect(done.startedAt).toBeNull();
     expect(done.error.message).toMatch(/^qrImage /);
     expect(done.error.message).toContain(text);
     expect(refunded).toBe(true);
