@@ -131,8 +131,10 @@ async function qrArt(job: Job, sessions: PipelineSessions, plan: InferencePlan):
   const target = sessions.forWorkflow(plan.workflow, plan.v5Model);
   const perFace = plan.enhanceFace ? faceSteps(plan.steps, target) : 0;
   if (plan.enhanceFace && perFace === 0) job.logger.warn({ model: target.model.id }, facePassBlocker(target));
-  // Until the detector has looked, progress counts one face per image; then the faces found.
-  let faceTotal = perFace * plan.batchSize;
+  // The face pass's steps are counted up front for the most faces it may refine, so the total
+  // never changes (with more faces than images it would grow, and the bar go back); once the
+  // detector has looked, the steps of faces it did not find count as done.
+  const faceTotal = perFace * plan.batchSize * target.model.spec.faceDetector.maxFaces;
   let genTotal = plan.steps;
   // The plan is txt2img's request (the manifest gives native size, refinement and scheduler config).
   const request: Txt2ImgRequest = plan;
@@ -151,9 +153,8 @@ async function qrArt(job: Job, sessions: PipelineSessions, plan: InferencePlan):
     const f0 = performance.now();
     const squares = await findFaceSquares(images, target);
     timings.face_detect = performance.now() - f0;
-    faceTotal = perFace * squares.reduce((n, s) => n + s.length, 0);
-    job.step(genTotal, genTotal + faceTotal);
-    let done = 0;
+    let done = faceTotal - perFace * squares.reduce((n, s) => n + s.length, 0);
+    job.step(genTotal + done, genTotal + faceTotal);
     // Its own stages (face_vae_encode, face_denoiser, …) too, so the worker's stage metrics include the pass.
     const faceClock = new StageClock<Txt2ImgStage>();
     images = await enhanceFaces(images, squares, request, target, {

@@ -214,6 +214,15 @@ describe('DiffusionRunner on the demo models', () => {
     expect(Buffer.from(image!.data).equals(Buffer.from(first[0]!.data))).toBe(true);
   });
 
+  it('enhance=face: progress keeps one total from the first step to the last, whatever the detector finds', async () => {
+    const seen: [number, number][] = [];
+    await runner.run(v5({ enhance: 'face', qrRepair: 'off', batchSize: 2 }), { ...signal(), onProgress: (step, total) => seen.push([step, total]) });
+    const totals = new Set(seen.map(([, total]) => total));
+    expect(totals.size).toBe(1);
+    for (let i = 1; i < seen.length; i++) expect(seen[i]![0]).toBeGreaterThanOrEqual(seen[i - 1]![0]);
+    expect(seen.at(-1)![0]).toBe(seen.at(-1)![1]);
+  });
+
   it('enhance=face finds no face in the demo art and leaves it as it was (the face pass is tested in test/pipeline/face-pass.test.ts)', async () => {
     // Repair off: it may touch modules anywhere in the code, which would hide what the face pass did.
     const [plainPng] = images(await runner.run(v5({ qrRepair: 'off' }), signal()));
