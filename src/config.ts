@@ -107,6 +107,8 @@ export const ConfigSchema = z.object({
   NATS_STARTUP_WAIT_MS: timerMs(0).default(60_000),
   /** How long a create's Idempotency-Key is remembered (then it may be used afresh). */
   IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().positive().max(24 * 30).default(24),
+  /** A prediction still queued or executing this long after it last changed is failed and refunded (predictions/expiry.ts). */
+  PREDICTION_EXPIRY_HOURS: z.coerce.number().min(1).max(24 * 30).default(24),
   /** NATS servers, comma separated; when unset, `start` runs a local nats-server. */
   NATS_URL: z
     .string()

@@ -10,6 +10,7 @@ import { startEventApplier } from '../predictions/apply-events.ts';
 import { createSubmitter } from '../predictions/create.ts';
 import { createPredictionReader } from '../predictions/reader.ts';
 import { startMaxDeliveryHandler } from '../predictions/max-deliveries.ts';
+import { startExpirySweep } from '../predictions/expiry.ts';
 import { connectQueueWaiting, type Queue } from '../queue/connection.ts';
 import { startOutboxRelay } from '../queue/outbox-relay.ts';
 import { createPredictionFeed } from '../queue/prediction-feed.ts';
@@ -85,6 +86,7 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
   const idempotencyTtlMs = config.IDEMPOTENCY_KEY_TTL_HOURS * 3600_000;
   const keyPruner = startKeyPruner(db, idempotencyTtlMs, logger);
   const relay = startOutboxRelay({ db, js: queue.js, logger: logger.child({ component: 'outbox' }) });
+  const expiry = startExpirySweep({ db, relay, logger, onChange: reader.remember, metrics, afterMs: config.PREDICTION_EXPIRY_HOURS * 3600_000 });
   const background = [
     startEventApplier({ db, queue, relay, logger, publicBaseUrl: () => baseUrl, onChange: reader.remember, metrics }),
     startMaxDeliveryHandler({ db, queue, relay, logger, onChange: reader.remember, metrics }),
@@ -133,6 +135,7 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
       // Requests in flight finish, up to REQUEST_TIMEOUT_MS (api/graceful-close.ts).
       await app.close();
       keyPruner.stop();
+      expiry.stop();
       await Promise.all(background.map((consumer) => consumer.stop()));
       await relay.stop();
       await queue.close();

@@ -105,6 +105,15 @@ const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
       ALTER TABLE credit_ledger DROP CONSTRAINT IF EXISTS credit_ledger_prediction_id_fkey;
     `,
   },
+  {
+    version: 4,
+    name: 'unfinished predictions by age, for their expiry',
+    sql: `
+      -- predictions/expiry.ts looks for predictions still queued or executing long after they
+      -- last changed: few rows among many, so a partial index.
+      CREATE INDEX predictions_unfinished_age ON predictions (updated_at) WHERE status IN ('queued', 'executing');
+    `,
+  },
 ];
 
 export async function migrate(db: Database): Promise<void> {

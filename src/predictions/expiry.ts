@@ -1,0 +1,64 @@
+import type { Logger } from 'pino';
+import type { Database } from '../store/database.ts';
+import type { PredictionRecord } from '../store/prediction-record.ts';
+import { applyTransition } from '../store/prediction-transitions.ts';
+import type { OutboxRelay } from '../queue/outbox-relay.ts';
+import type { EventRecorder } from './apply-events.ts';
+import { webhookDeliveryFor } from './webhook-delivery.ts';
+
+/**
+ * The backstop behind MaxDeliver (max-deliveries.ts): a prediction still queued or executing
+ * long after any run of it could have ended is failed and refunded, so no charge is held for
+ * work that will not come. What leaves one so: a job or a status event dropped as unreadable (a
+ * worker or API of another version during a rolling upgrade), a MaxDeliver advisory the server
+ * could not store (a JetStream leader election at that moment). Applied like any terminal
+ * event: at most one refund, the webhook sent; a result that arrives after it is too late.
+ */
+export const EXPIRED_ERROR = {
+  code: 'expired',
+  message: 'No worker finished the prediction in time; the credits were refunded.',
+} as const;
+
+interface ExpiryDeps {
+  readonly db: Database;
+  readonly relay: OutboxRelay;
+  readonly onChange: (record: PredictionRecord) => void;
+  readonly metrics?: Pick<EventRecorder, 'creditsRefunded'>;
+}
+
+/** How many predictions one sweep expires at most (the next sweep takes the rest). */
+const BATCH = 100;
+
+/** Fails and refunds the predictions that have been queued or executing for `afterMs` since they last changed; returns how many. */
+export async function expireUnfinished(deps: ExpiryDeps, afterMs: number): Promise<number> {
+  const { rows } = await deps.db.query<{ id: string }>(
+    `SELECT id FROM predictions
+      WHERE status IN ('queued', 'executing') AND updated_at <= now() - make_interval(secs => $1::double precision / 1000)
+      ORDER BY updated_at LIMIT $2`,
+    [afterMs, BATCH],
+  );
+  let expired = 0;
+  for (const { id } of rows) {
+    const change = await applyTransition(deps.db, id, { status: 'failed', at: new Date().toISOString(), refund: true, error: EXPIRED_ERROR }, webhookDeliveryFor);
+    if (!change.applied) continue; // finished meanwhile, or expired by another replica
+    expired++;
+    if (change.refundedCredits > 0) deps.metrics?.creditsRefunded(change.workflow, change.refundedCredits);
+    deps.onChange(change.record);
+    deps.relay.publish(change.outbox);
+  }
+  return expired;
+}
+
+/** Expires unfinished predictions every `everyMs` (and once at start); failures are logged and retried next time. */
+export function startExpirySweep(deps: ExpiryDeps & { readonly logger: Logger; readonly afterMs: number; readonly everyMs?: number }): { stop(): void } {
+  const logger = deps.logger.child({ component: 'expiry' });
+  const sweep = () =>
+    void expireUnfinished(deps, deps.afterMs).then(
+      (expired) => expired > 0 && logger.warn({ expired, afterMs: deps.afterMs }, 'unfinished predictions expired: failed and refunded'),
+      (error: unknown) => logger.warn({ err: error }, 'expiring unfinished predictions failed; will retry'),
+    );
+  sweep();
+  const timer = setInterval(sweep, deps.everyMs ?? 10 * 60_000);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
