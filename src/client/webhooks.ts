@@ -28,12 +28,20 @@ const SIGNED_HEADERS = ['webhook-id', 'webhook-timestamp', 'webhook-signature'] 
  */
 export function verifyWebhook(payload: string | Uint8Array, headers: WebhookRequestHeaders, secret: string): WebhookEvent {
   const body = typeof payload === 'string' ? payload : new TextDecoder().decode(payload);
+  let webhook: Webhook;
+  try {
+    // Trimmed as the server trims it: a secret read from a file (DATA_DIR/webhook-secret) ends in a newline.
+    webhook = new Webhook(secret.trim());
+  } catch (error) {
+    // The receiver's configuration, not the delivery: said as such, whatever the library's wording.
+    throw new TypeError(`the webhook secret is not one the service signs with ("whsec_" and base64): ${(error as Error).message}`);
+  }
   let json: unknown;
   try {
-    json = new Webhook(secret).verify(body, signedHeaders(headers));
+    json = webhook.verify(body, signedHeaders(headers));
   } catch (error) {
     if (error instanceof WebhookVerificationError) throw new QrArtWebhookError(`webhook rejected: ${error.message}`);
-    throw error; // a malformed secret: the receiver's configuration, not the delivery
+    throw error;
   }
   const event = PredictionEnvelopeSchema.safeParse(json);
   if (!event.success) throw new QrArtWebhookError(`webhook body is not a prediction: ${event.error.issues[0]?.message ?? 'unexpected shape'}`);

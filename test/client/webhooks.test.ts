@@ -55,6 +55,13 @@ describe('verifyWebhook', () => {
     expect(verifyWebhook(body, { ...headers, host: 'receiver.example' }, TEST_SECRET).data.status).toBe('executed');
   });
 
+  it('takes the secret as read from a file (with its newline); a secret of another form is a TypeError saying so', () => {
+    const { body, headers } = delivery(JSON.stringify({ success: true, data: record }));
+    expect(verifyWebhook(body, headers, `${TEST_SECRET}\n`)).toEqual({ success: true, data: record });
+    expect(() => verifyWebhook(body, headers, 'whsec_not*base64')).toThrow(TypeError);
+    expect(() => verifyWebhook(body, headers, 'whsec_not*base64')).toThrow(/^the webhook secret is not one the service signs with/);
+  });
+
   it('rejects a changed body, another secret, and a missing or repeated signature header', () => {
     const { headers } = delivery(body);
     expect(rejected(() => verifyWebhook(body.replace('"credits":1.49', '"credits":0'), headers, TEST_SECRET)).message).toMatch(/signature/i);
