@@ -64,6 +64,15 @@ export function flagsNotTaken(flags: readonly BodyFlag[], values: Readonly<Recor
   return flags.filter((f) => values[optionName(f)] !== undefined && !accepted.has(f.field)).map((f) => `${f.flag}: ${workflow} does not take ${f.field}`);
 }
 
+/** The --body fields `workflow` does not take, as lines; the server would drop them as it would such a flag. */
+export function bodyFieldsNotTaken(body: Readonly<Record<string, unknown>>, workflow: string): string[] {
+  if (!isWorkflowName(workflow)) return [];
+  const accepted = new Set(Object.keys(requestSchemas[workflow].shape));
+  return Object.keys(body)
+    .filter((field) => !accepted.has(field))
+    .map((field) => `--body: ${workflow} does not take ${field}`);
+}
+
 /** The body fields of the flags that were given. */
 export function bodyFromFlags(flags: readonly BodyFlag[], values: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const body: Record<string, unknown> = {};

@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { QrArtApiError, QrArtClient, QrArtConnectionError, type CreateBody, type PredictionRecord } from '../client/index.ts';
 import { headerValueProblem } from '../client/http.ts';
-import { bodyFromFlags, flagMessages, flagsNotTaken, forWorkflow, GENERATION_FLAGS, optionName, type BodyFlag } from './body-flags.ts';
+import { bodyFieldsNotTaken, bodyFromFlags, flagMessages, flagsNotTaken, forWorkflow, GENERATION_FLAGS, optionName, type BodyFlag } from './body-flags.ts';
 import { scanSummary } from './scan-summary.ts';
 
 export const DEFAULT_URL = 'http://localhost:8080';
@@ -110,7 +110,7 @@ export async function predictCommand(argv: string[], env: PredictEnv = {}, stdin
   if (typeof workflow !== 'string' || workflow === '') return usageError(['--workflow is required (or a "workflow" field in --body)', 'see qr-art predict --help']);
   const flags = flagsFor(workflow);
   // A flag the workflow does not take would be dropped by the server, and the prediction charged without it.
-  const notTaken = flagsNotTaken(flags, values, workflow);
+  const notTaken = [...bodyFieldsNotTaken(base, workflow), ...flagsNotTaken(flags, values, workflow)];
   if (notTaken.length > 0) return usageError([...notTaken, 'see qr-art predict --help']);
   const body = { ...base, ...bodyFromFlags(flags, values), workflow } as unknown as CreateBody;
 

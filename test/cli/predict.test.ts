@@ -184,7 +184,7 @@ describe('qr-art predict', () => {
     expect(down.err).toMatch(/cannot reach http:\/\/127\.0\.0\.1:1/);
   }, 60_000);
 
-  it('refuses, before creating anything, a flag the workflow does not take, a --url without http(s), an --out it cannot write into (exit 2)', async () => {
+  it('refuses, before creating anything, a flag or --body field the workflow does not take, a --url without http(s), an --out it cannot write into (exit 2)', async () => {
     // Each refused before anything is created, so nothing is charged.
     const total = async () => (await stack.call('GET', '/v1/predictions', { key: KEY })).body.data.totalDocs as number;
     const before = await total();
@@ -192,6 +192,9 @@ describe('qr-art predict', () => {
     expect(notTaken.code).toBe(2);
     expect(notTaken.err).toContain('--steps: generate_qr_art_v4 does not take qrSteps');
     expect(notTaken.err).toContain('--cfg: generate_qr_art_v4 does not take cfg');
+    const bodyNotTaken = await run(['--body', '-'], { env, stdin: JSON.stringify({ workflow: 'generate_qr_art_v4', qrText: 'a harbour', qrContent: 'hello', qrSteps: 12 }) });
+    expect(bodyNotTaken.code).toBe(2);
+    expect(bodyNotTaken.err).toContain('--body: generate_qr_art_v4 does not take qrSteps');
     const noScheme = await run([...SMALL, '--prompt', 'x', '--url', 'localhost:8080'], { env });
     expect(noScheme.code).toBe(2);
     expect(noScheme.err).toContain("--url: 'localhost:8080' is not an http(s) URL");
