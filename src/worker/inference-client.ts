@@ -220,6 +220,7 @@ export class InferenceClient {
     if (thread.exited) return; // the exit handler re-sends it to the next thread
     p.thread = thread;
     thread.worker.postMessage(p.message);
+    this.options.logger.debug({ seq: p.seq }, 'request sent to the inference thread');
   }
 
   private abort(p: Pending, reason: unknown): void {
@@ -314,6 +315,11 @@ export class InferenceClient {
     // The request it was running is lost; the ones it had not started go to the next thread.
     for (const p of [...this.pending.values()]) {
       if (p.thread !== thread) continue;
+      // Aborted while it waited in the dead thread: the abort lived there; do not run it on the next one.
+      if (p.settled && !p.started) {
+        this.pending.delete(p.seq);
+        continue;
+      }
       if (p.started || this.closed) {
         this.pending.delete(p.seq);
         p.reject(this.closed ? new Error('the inference client was closed during the generation') : new InferenceCrashError(`inference thread died during a generation (${why}); it is restarted for the next job`));

@@ -1,5 +1,7 @@
 /**
- * The inference thread restarted after a crash, with a job waiting for it, that never becomes
+ * Requests waiting in an inference thread that crashes. One the caller gave up is not run on the
+ * fresh thread (its abort lived in the dead one). And a thread restarted after a crash, with a job
+ * waiting for it, that never becomes
  * ready again (a device that hangs in session creation or warm-up; here the manifest it reads is
  * a FIFO nobody writes: fault injection): the client fails within restartTimeoutMs, rejecting the
  * waiting job and reporting fatal, so the worker hands its jobs back instead of holding them.
@@ -31,6 +33,35 @@ const plan = (seed: number): InferencePlan => ({
   controlStart: 0,
   controlEnd: 1,
   ...canvas,
+});
+
+describe('a request aborted while it waited in a thread that then crashed', () => {
+  let client: InferenceClient | undefined;
+  afterAll(async () => client?.close());
+
+  it('is not run on the fresh thread: only the next request is', async () => {
+    const lines: { seq?: number; msg?: string }[] = [];
+    const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    client = await InferenceClient.start({ manifestPath: DEFAULT_MANIFEST_PATH, executionProvider: { provider: 'cpu' }, logger, intraOpThreads: 1, warmUp: false });
+    const controller = new AbortController();
+    const crashed = client.run(plan(1), {
+      onProgress: (step) => {
+        // By now the second request waits in the thread; the caller gives it up, and the thread dies
+        // at its next step boundary, before it gets to that request.
+        if (step !== 2) return;
+        controller.abort(new Error('handed back'));
+        client!.crashForDrill();
+      },
+    });
+    const abandoned = client.run(plan(2), { signal: controller.signal });
+    await expect(abandoned).rejects.toThrow('handed back');
+    await expect(crashed).rejects.toThrow(InferenceCrashError);
+    await client.run(plan(3));
+    const sent = lines.filter((line) => line.msg === 'request sent to the inference thread').map((line) => line.seq);
+    // The first two to the first thread; only the third to the fresh one.
+    expect(sent).toHaveLength(3);
+    expect(new Set(sent).size).toBe(3);
+  }, 60_000);
 });
 
 describe('a restarted inference thread that never gets ready', () => {
