@@ -90,7 +90,8 @@ export async function runOutpaintJob(job: JobMessage, options: OutpaintJobOption
 
   const i0 = performance.now();
   let png: Promise<FinishResult> | undefined;
-  const result = await underDeadline(outpaintDeadline(options, plan.type), options, (signal, onStart) =>
+  const canvas = { width: width + plan.padding.left + plan.padding.right, height: height + plan.padding.top + plan.padding.bottom };
+  const result = await underDeadline(outpaintDeadline(options.inference.manifest, plan.type, canvas, options.deadline), options, (signal, onStart) =>
     options.inference.outpaint(
       { ...plan, image },
       {
@@ -133,9 +134,14 @@ export async function runOutpaintJob(job: JobMessage, options: OutpaintJobOption
   };
 }
 
-/** The deadline of an outpainting: its denoising steps (all passes of multi_shots) at the native area. */
-function outpaintDeadline(options: OutpaintJobOptions, type: OutpaintingType): number {
-  const { settings, model } = resolveOutpainting(options.inference.manifest);
+/**
+ * The deadline of an outpainting: its denoising steps (all passes of multi_shots) over the area it
+ * paints, the output canvas up to maxPixels (a pass is never larger), at least the native area.
+ */
+export function outpaintDeadline(manifest: OutpaintJobOptions['inference']['manifest'], type: OutpaintingType, canvas: { width: number; height: number }, settingsOf: DeadlineSettings = {}): number {
+  const { settings, model } = resolveOutpainting(manifest);
   const steps = type === 'multi_shots' ? settings.multiShots.steps * settings.multiShots.maxPasses : settings.steps;
-  return deadlineFor({ steps, batchSize: 1, width: model.nativeSize, height: model.nativeSize }, model.nativeSize, options.deadline);
+  const painted = Math.min(canvas.width * canvas.height, settings.maxPixels ?? model.nativeSize * model.nativeSize);
+  const side = Math.max(model.nativeSize, Math.sqrt(painted));
+  return deadlineFor({ steps, batchSize: 1, width: side, height: side }, model.nativeSize, settingsOf);
 }
