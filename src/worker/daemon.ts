@@ -55,6 +55,8 @@ export interface WorkerDaemon {
 }
 
 const TRANSIENT_RETRY_MS = 5000;
+/** How often a job waiting to be handed back looks whether NATS is back. */
+const RECONNECT_POLL_MS = 250;
 /** How long one pull waits for a job. */
 const PULL_EXPIRES_MS = 2000;
 
@@ -92,6 +94,19 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
       msgID: `${event.predictionId}.${event.status}`,
     });
   };
+
+  /**
+   * Hands a job back for another attempt. A nak sent while NATS is away is lost, and the job would
+   * wait out its whole AckWait: it waits for the connection (keeping the job alive meanwhile)
+   * while the daemon still pulls (a stop or a fault hands it back its own way).
+   */
+  async function handBackWhenConnected(msg: JsMsg): Promise<void> {
+    while (!queue.connected() && pulling && !handedBack.has(msg)) {
+      msg.working();
+      await new Promise((resolve) => setTimeout(resolve, RECONNECT_POLL_MS));
+    }
+    msg.nak(TRANSIENT_RETRY_MS);
+  }
 
   async function handleJob(msg: JsMsg, signal: AbortSignal): Promise<void> {
     let job: JobMessage;
@@ -178,7 +193,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
           // failure; its next run fails the same way and tells it.
           metrics?.jobFinished(job.workflow, 'handed_back');
           log.error({ err: publishError, jobError: error }, 'job failed on its input, but the failure was not published; handing it back');
-          msg.nak(TRANSIENT_RETRY_MS);
+          await handBackWhenConnected(msg);
           return;
         }
         finished('failed');
@@ -194,7 +209,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
         metrics?.jobFinished(job.workflow, 'handed_back');
         // Transient (NATS hiccup, a thread crash, a deadline): hand it back; MaxDeliver bounds the retries.
         log.error({ err: error }, 'job attempt failed; handing it back');
-        msg.nak(TRANSIENT_RETRY_MS);
+        await handBackWhenConnected(msg);
       }
     } finally {
       clearInterval(heartbeat);
