@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { errors } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OBJECT_BUCKET } from '../../src/queue/subjects.ts';
 import { startTestStack, type TestStack } from '../helpers/service.ts';
@@ -57,6 +58,28 @@ describe('/v1/files/{name}', () => {
       expect(head.headers.get('etag')).toBe(etag);
     }
     expect(await consumers()).toBe(before);
+  });
+
+  it('an error after the lookup (the broker failing, the object gone) carries none of the image’s cache headers', async () => {
+    // Fault injection on the real store: info() answers, then get() fails or finds nothing.
+    const images = stack.api.queue.images;
+    const realGet = images.get.bind(images);
+    try {
+      images.get = async () => {
+        throw new errors.TimeoutError();
+      };
+      const unavailable = await fetch(url);
+      expect(unavailable.status).toBe(503);
+      images.get = async () => null;
+      const gone = await fetch(url);
+      expect(gone.status).toBe(404);
+      for (const response of [unavailable, gone]) {
+        expect(response.headers.get('cache-control') ?? '').not.toContain('immutable');
+        expect(response.headers.get('etag')).toBeNull();
+      }
+    } finally {
+      images.get = realGet;
+    }
   });
 
   it('a name that is not stored is a 404', async () => {

@@ -24,20 +24,32 @@ export async function fileRoutes(app: FastifyInstance, options: { images: Object
     const info = await options.images.info(name).catch(asBrokerUnavailable);
     if (!info || info.deleted) throw notFound('file');
     const etag = `"${info.digest}"`;
-    reply
-      .header('content-type', CONTENT_TYPES[name.split('.').pop()!] ?? 'application/octet-stream')
-      .header('cache-control', 'public, max-age=31536000, immutable')
-      .header('etag', etag)
-      .header('x-content-type-options', 'nosniff');
-    if (noneMatch(request.headers['if-none-match'], etag)) return reply.code(304).send();
-    reply.header('content-length', info.size);
-    // An empty stream keeps the length set above (fastify would write 0 for an empty body).
-    if (request.method === 'HEAD') return reply.send(Readable.from([]));
+    // The entity's headers go on what is the entity (a 304, a HEAD, the image), never on an error
+    // after them: a year-long, immutable 503 would keep the URL broken in every cache on the way.
+    const entity = () =>
+      reply
+        .header('content-type', CONTENT_TYPES[name.split('.').pop()!] ?? 'application/octet-stream')
+        .header('cache-control', 'public, max-age=31536000, immutable')
+        .header('etag', etag)
+        .header('x-content-type-options', 'nosniff');
+    if (noneMatch(request.headers['if-none-match'], etag)) return entity().code(304).send();
+    // An empty stream keeps the length set here (fastify would write 0 for an empty body).
+    if (request.method === 'HEAD') return entity().header('content-length', info.size).send(Readable.from([]));
     const object = await options.images.get(name).catch(asBrokerUnavailable);
     if (!object) throw notFound('file');
-    return reply.send(Readable.fromWeb(object.data as import('node:stream/web').ReadableStream<Uint8Array>));
+    entity().header('content-length', info.size);
+    const body = Readable.fromWeb(object.data as import('node:stream/web').ReadableStream<Uint8Array>);
+    // NATS gone mid-transfer: the chunks stop and the response would stall with its length
+    // unmet; ended with an error, the client sees a reset and can try again.
+    const watch = setInterval(() => options.brokerConnected() || body.destroy(new Error('the connection to NATS was lost during the transfer')), CONNECTION_CHECK_MS);
+    watch.unref();
+    body.once('close', () => clearInterval(watch));
+    return reply.send(body);
   });
 }
+
+/** How often a transfer under way checks that NATS is still connected. */
+const CONNECTION_CHECK_MS = 500;
 
 /**
  * Whether If-None-Match names this entity (RFC 9110 13.1.2): `*`, or any tag of its list by weak
