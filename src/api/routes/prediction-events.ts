@@ -40,7 +40,10 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
   const refreshMs = options.refreshMs ?? REFRESH_MS;
   /** Open streams, ended when the server closes (else app.close() would wait for them forever). */
   const open = new Set<() => void>();
+  /** Set once the server closes: a stream whose first read was still running then ends after it. */
+  let closing = false;
   app.addHook('preClose', async () => {
+    closing = true;
     for (const end of [...open]) end();
   });
   /** Streams open (or opening) per key id: each holds two subscriptions and a read every refreshMs. */
@@ -112,12 +115,16 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
     const keepAlive = setInterval(() => stream.write(': keep-alive\n\n'), keepAliveMs);
     reply.raw.once('close', end);
     if (clientGone) end();
+    // Opened as the server closes: the record as it is, then the end (the client reconnects elsewhere).
+    if (closing) send('prediction', first), end();
 
     void (async () => {
       let last = first;
       send('prediction', last);
       /** How far the workers say the prediction has gone; the record catches up when it is applied. */
       let heardRank = RANK[last.status];
+      /** The furthest status already waited for: a status whose event is late (or lost) is waited for once, not on every pass. */
+      let waitedRank = heardRank;
       /** The newest step not sent yet (an older one adds nothing). */
       let step: { step: number; total: number } | undefined;
       /** Takes what was heard; true when anything was. */
@@ -164,12 +171,13 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
           if (ended) break;
           // A worker published a status the record does not show yet: wait for it to be applied,
           // holding the steps meanwhile, so that a client sees `executing` before its steps.
-          for (let i = 0; i < APPLY_WAIT_TRIES && !ended && RANK[last.status] < heardRank; i++) {
+          for (let i = 0; i < APPLY_WAIT_TRIES && !ended && RANK[last.status] < heardRank && heardRank > waitedRank; i++) {
             await refresh();
             if (RANK[last.status] >= heardRank) break;
             await new Promise((resolve) => setTimeout(resolve, APPLY_WAIT_MS));
             take();
           }
+          waitedRank = Math.max(waitedRank, heardRank);
           sendStep();
           // Nothing heard for a while: read anyway (a message lost while NATS reconnected).
           if (!heard) await refresh();
