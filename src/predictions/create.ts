@@ -13,6 +13,8 @@ import { centsToCredits } from '../workflows/pricing.ts';
 
 /** How long a create whose COMMIT went unanswered keeps asking the database what committed. */
 const LOOKUP_WAIT_MS = 1000;
+/** Retry-After of a create whose outcome is unknown: the database's, as for any outage of it. */
+const RETRY_AFTER_S = 2;
 
 /**
  * The database stopped answering while a create was committing, and did not answer again in
@@ -25,7 +27,6 @@ export class CreateOutcomeUnknownError extends DependencyUnavailableError {
     this.name = 'CreateOutcomeUnknownError';
   }
 }
-const RETRY_AFTER_S = 2;
 
 /** Where committed creates are counted (the API's metrics; declared here so this layer needs nothing above it). */
 export interface CreationRecorder {
