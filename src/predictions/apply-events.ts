@@ -9,6 +9,7 @@ import type { OutboxRelay } from '../queue/outbox-relay.ts';
 import { StatusEvent } from '../messages/schemas.ts';
 import { CONSUMERS, STREAMS } from '../queue/subjects.ts';
 import { webhookDeliveryFor } from './webhook-delivery.ts';
+import { followChange, type RefundRecorder } from './status-change.ts';
 
 /**
  * Applies worker status events to the records. Idempotent and monotonic (the store
@@ -23,9 +24,8 @@ import { webhookDeliveryFor } from './webhook-delivery.ts';
  * way whatever the order.
  */
 /** Where applied events and refunds are counted (the API's metrics; declared here so this layer needs nothing above it). */
-export interface EventRecorder {
+export interface EventRecorder extends RefundRecorder {
   eventApplied(status: PredictionStatus, at: string): void;
-  creditsRefunded(workflow: string, credits: number): void;
 }
 
 export function startEventApplier(deps: {
@@ -54,10 +54,8 @@ export function startEventApplier(deps: {
       const change = await applyTransition(deps.db, event.predictionId, transitionFromEvent(event, (name) => `${deps.publicBaseUrl()}/v1/files/${name}`), webhookDeliveryFor);
       if (change.applied) {
         deps.metrics?.eventApplied(event.status, event.at);
-        if (change.refundedCredits > 0) deps.metrics?.creditsRefunded(change.workflow, change.refundedCredits);
-        deps.onChange(change.record);
         logger.info({ predictionId: event.predictionId, status: event.status, workerId: event.workerId }, 'prediction status changed');
-        deps.relay.publish(change.outbox);
+        followChange(deps, change);
       } else if (change.corrected) {
         deps.onChange(change.corrected);
         logger.info({ predictionId: event.predictionId, startedAt: change.corrected.startedAt }, 'late executing event folded into the finished record');

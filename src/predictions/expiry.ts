@@ -1,10 +1,6 @@
 import type { Logger } from 'pino';
 import type { Database } from '../store/database.ts';
-import type { PredictionRecord } from '../store/prediction-record.ts';
-import { applyTransition } from '../store/prediction-transitions.ts';
-import type { OutboxRelay } from '../queue/outbox-relay.ts';
-import type { EventRecorder } from './apply-events.ts';
-import { webhookDeliveryFor } from './webhook-delivery.ts';
+import { failWithRefund, type ChangeFollowers } from './status-change.ts';
 
 /**
  * The backstop behind MaxDeliver (max-deliveries.ts): a prediction still queued or executing
@@ -19,12 +15,7 @@ export const EXPIRED_ERROR = {
   message: 'No worker finished the prediction in time; the credits were refunded.',
 } as const;
 
-interface ExpiryDeps {
-  readonly db: Database;
-  readonly relay: OutboxRelay;
-  readonly onChange: (record: PredictionRecord) => void;
-  readonly metrics?: Pick<EventRecorder, 'creditsRefunded'>;
-}
+type ExpiryDeps = ChangeFollowers & { readonly db: Database };
 
 /** How many predictions one sweep expires at most (the next sweep takes the rest). */
 const BATCH = 100;
@@ -39,12 +30,8 @@ export async function expireUnfinished(deps: ExpiryDeps, afterMs: number): Promi
   );
   let expired = 0;
   for (const { id } of rows) {
-    const change = await applyTransition(deps.db, id, { status: 'failed', at: new Date().toISOString(), refund: true, error: EXPIRED_ERROR }, webhookDeliveryFor);
-    if (!change.applied) continue; // finished meanwhile, or expired by another replica
-    expired++;
-    if (change.refundedCredits > 0) deps.metrics?.creditsRefunded(change.workflow, change.refundedCredits);
-    deps.onChange(change.record);
-    deps.relay.publish(change.outbox);
+    // Not applied: finished meanwhile, or expired by another replica.
+    if ((await failWithRefund(deps, id, EXPIRED_ERROR)).applied) expired++;
   }
   return expired;
 }

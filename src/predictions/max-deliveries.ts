@@ -2,14 +2,13 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Database } from '../store/database.ts';
 import type { PredictionRecord } from '../store/prediction-record.ts';
-import { applyTransition } from '../store/prediction-transitions.ts';
 import type { Queue } from '../queue/connection.ts';
 import { runConsumer, type RunningConsumer } from '../queue/consume.ts';
 import type { OutboxRelay } from '../queue/outbox-relay.ts';
 import { JobMessage } from '../messages/schemas.ts';
 import { CONSUMERS, STREAMS } from '../queue/subjects.ts';
-import { safeJson, type EventRecorder } from './apply-events.ts';
-import { webhookDeliveryFor } from './webhook-delivery.ts';
+import { safeJson } from './apply-events.ts';
+import { failWithRefund, type RefundRecorder } from './status-change.ts';
 
 const MaxDeliveriesAdvisory = z.object({ stream: z.string(), stream_seq: z.number().int().positive() });
 
@@ -24,7 +23,7 @@ export function startMaxDeliveryHandler(deps: {
   relay: OutboxRelay;
   logger: Logger;
   onChange: (record: PredictionRecord) => void;
-  metrics?: Pick<EventRecorder, 'creditsRefunded'>;
+  metrics?: RefundRecorder;
 }): RunningConsumer {
   const logger = deps.logger.child({ component: 'max-deliveries' });
   return runConsumer({
@@ -44,23 +43,11 @@ export function startMaxDeliveryHandler(deps: {
       const stored = await deps.queue.jsm.streams.getMessage(STREAMS.jobs, { seq });
       const job = stored ? JobMessage.safeParse(safeJson(stored)) : null;
       if (job?.success) {
-        const change = await applyTransition(
-          deps.db,
-          job.data.id,
-          {
-            status: 'failed',
-            at: new Date().toISOString(),
-            refund: true,
-            error: { code: 'worker_gave_up', message: 'The prediction could not be completed after repeated attempts; the credits were refunded.' },
-          },
-          webhookDeliveryFor,
-        );
+        const change = await failWithRefund(deps, job.data.id, {
+          code: 'worker_gave_up',
+          message: 'The prediction could not be completed after repeated attempts; the credits were refunded.',
+        });
         logger.warn({ predictionId: job.data.id, applied: change.applied }, 'job reached MaxDeliver: prediction failed and refunded');
-        if (change.applied) {
-          if (change.refundedCredits > 0) deps.metrics?.creditsRefunded(change.workflow, change.refundedCredits);
-          deps.onChange(change.record);
-          deps.relay.publish(change.outbox);
-        }
       } else {
         logger.warn({ seq }, 'MaxDeliver advisory for a job no longer in the stream');
       }
