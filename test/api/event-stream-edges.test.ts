@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectQueue, type Queue } from '../../src/queue/connection.ts';
 import { subjects } from '../../src/queue/subjects.ts';
 import { sleep } from '../helpers/flows.ts';
+import { holdFirstPredictionRead, onPredictionReads } from '../helpers/database.ts';
 import { startTestStack, type TestStack } from '../helpers/service.ts';
 
 const KEY = 'key-sse-edges-0123456789abcdef0123456789';
@@ -26,21 +27,10 @@ describe('event stream edges', () => {
 
   const create = async () => (await stack.call('POST', '/v1/predictions/queue', { key: KEY, body: BODY })).body.data.id as string;
 
-  /** Counts this prediction's record reads (fault injection on the API's real database). */
-  function countReads(id: string): { count(): number; restore(): void } {
-    const db = stack.api.db;
-    const query = db.query.bind(db);
-    let reads = 0;
-    db.query = (async (sql: string, params?: readonly unknown[]) => {
-      if (/FROM predictions WHERE id = \$1 AND user_id = \$2/.test(sql) && params?.[0] === id) reads++;
-      return query(sql, params);
-    }) as typeof db.query;
-    return { count: () => reads, restore: () => void (db.query = query) };
-  }
-
   it('a step whose executing event never comes is waited for once, then the stream reads at its usual pace', async () => {
     const id = await create();
-    const reads = countReads(id);
+    let reads = 0;
+    const restore = onPredictionReads(stack.api.db, id, () => void reads++);
     const controller = new AbortController();
     try {
       const response = await fetch(`${stack.baseUrl}/v1/predictions/${id}/events`, { headers: { 'x-api-key': KEY }, signal: controller.signal });
@@ -49,32 +39,23 @@ describe('event stream edges', () => {
       worker.nc.publish(subjects.progress(id), JSON.stringify({ predictionId: id, step: 1, total: 12 }));
       // The wait for it: up to 25 reads over 5 s.
       await sleep(6000);
-      const afterWait = reads.count();
+      const afterWait = reads;
       await sleep(6000);
       // Then a read every 5 s (one or two here), not another burst of up to 25.
-      expect(reads.count() - afterWait).toBeLessThanOrEqual(3);
+      expect(reads - afterWait).toBeLessThanOrEqual(3);
     } finally {
       controller.abort();
-      reads.restore();
+      restore();
     }
   }, 30_000);
 
   it('a stream whose first read is under way when the server closes gets the record and its end; the close does not wait for it', async () => {
     const id = await create();
-    const db = stack.api.db;
-    const query = db.query.bind(db);
-    let held = false;
-    db.query = (async (sql: string, params?: readonly unknown[]) => {
-      if (!held && /FROM predictions WHERE id = \$1 AND user_id = \$2/.test(sql) && params?.[0] === id) {
-        held = true;
-        await sleep(300);
-      }
-      return query(sql, params);
-    }) as typeof db.query;
+    const firstRead = holdFirstPredictionRead(stack.api.db, id, 300);
     try {
       const opened = fetch(`${stack.baseUrl}/v1/predictions/${id}/events`, { headers: { 'x-api-key': KEY } });
       await sleep(100);
-      expect(held).toBe(true);
+      expect(firstRead.held()).toBe(true);
       const started = Date.now();
       const stopped = stack.api.stop().then(() => Date.now() - started);
       const response = await opened;
@@ -84,7 +65,7 @@ describe('event stream edges', () => {
       // Well under the REQUEST_TIMEOUT_MS (30 s) that a stream left open held it for.
       expect(await stopped).toBeLessThan(10_000);
     } finally {
-      db.query = query;
+      firstRead.restore();
     }
   }, 60_000);
 });

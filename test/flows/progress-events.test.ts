@@ -6,6 +6,7 @@ import { subjects } from '../../src/queue/subjects.ts';
 import { listAccounts, revokeApiKey } from '../../src/store/accounts.ts';
 import { QrArtClient } from '../../src/client/index.ts';
 import { imageName, publishEvent, sleep } from '../helpers/flows.ts';
+import { holdFirstPredictionRead } from '../helpers/database.ts';
 import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
 
 const KEY = 'key-sse-0123456789abcdef0123456789abcdef';
@@ -190,26 +191,17 @@ describe('server-sent events with the worker played by the test', () => {
     const created = await stack.call('POST', '/v1/predictions/queue', { key: KEY, body: { workflow: 'generate_qr_art_v4s', qrText: 'a door', qrContent: 'https://example.com/door' } });
     const id = created.body.data.id as string;
     // The database stalls on the stream's first read (fault injection on this one statement).
-    const db = stack.api.db;
-    const query = db.query.bind(db);
-    let stalled = false;
-    db.query = (async (sql: string, params?: readonly unknown[]) => {
-      if (!stalled && /FROM predictions WHERE id = \$1 AND user_id = \$2/.test(sql) && params?.[0] === id) {
-        stalled = true;
-        await sleep(1000);
-      }
-      return query(sql, params);
-    }) as typeof db.query;
+    const firstRead = holdFirstPredictionRead(stack.api.db, id, 1000);
     try {
       const url = new URL(stack.baseUrl);
       const socket = connect(Number(url.port), url.hostname);
       socket.write(`GET /v1/predictions/${id}/events HTTP/1.1\r\nhost: ${url.host}\r\nx-api-key: ${KEY}\r\n\r\n`);
       await sleep(300);
-      expect(stalled).toBe(true);
+      expect(firstRead.held()).toBe(true);
       socket.destroy();
       await sleep(1500);
     } finally {
-      db.query = query;
+      firstRead.restore();
     }
     expect(await watchersOf(id)).toEqual([]);
   }, 30_000);
