@@ -14,7 +14,7 @@ import {
 } from './predictions.ts';
 import type { ListedPrediction, PredictionPage, PredictionRecord, Quote } from './schemas.ts';
 import { waitForPrediction, type WaitOptions } from './wait.ts';
-import { predictionEvents, type PredictionStreamEvent } from './events.ts';
+import { predictionEvents, type EventStreamOptions, type PredictionStreamEvent } from './events.ts';
 
 export class QrArtClient {
   private readonly http: Transport;
@@ -62,8 +62,8 @@ export class QrArtClient {
    * (`prediction` records and `progress` steps; it ends after the final record). `wait` is this
    * plus reconnecting and polling.
    */
-  events(id: string, options: CallOptions = {}): AsyncGenerator<PredictionStreamEvent, void, undefined> {
-    return predictionEvents(this.http, id, options.signal);
+  events(id: string, options: EventStreamOptions = {}): AsyncGenerator<PredictionStreamEvent, void, undefined> {
+    return predictionEvents(this.http, id, options);
   }
 
   /** The bytes of an output image URL; sent without the key (the URL is its own capability). */

@@ -7,7 +7,7 @@
  * Event names this client does not know are skipped, so a newer server may add some.
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { errorFrom, QrArtApiError, QrArtConnectionError, type Transport } from './http.ts';
+import { errorFrom, QrArtApiError, QrArtConnectionError, type CallOptions, type Transport } from './http.ts';
 import { PredictionRecordSchema, ProgressSchema, type PredictionRecord, type Progress } from './schemas.ts';
 
 export type PredictionStreamEvent = { type: 'prediction'; record: PredictionRecord } | { type: 'progress'; progress: Progress };
@@ -23,12 +23,27 @@ export class EventStreamUnavailableError extends Error {
 
 const NO_STREAM_STATUSES = new Set([404, 405, 501]);
 
+export interface EventStreamOptions extends CallOptions {
+  /**
+   * A stream silent this long is given up (QrArtConnectionError). The server sends a keep-alive
+   * every 15 s, so silence means a connection that died without a word (a host or network lost)
+   * or a proxy that buffers the stream; either way reading on would wait for nothing.
+   * Default 45 s.
+   */
+  idleTimeoutMs?: number;
+}
+
+const IDLE_TIMEOUT_MS = 45_000;
+
 /**
  * Opens the stream and yields its events until the server ends it. Throws
  * EventStreamUnavailableError (see above), QrArtApiError for the API's other refusals (401,
- * 503...) and QrArtConnectionError when the server cannot be reached or the connection breaks.
+ * 503...) and QrArtConnectionError when the server cannot be reached, the connection breaks or
+ * the stream falls silent.
  */
-export async function* predictionEvents(http: Transport, id: string, signal?: AbortSignal): AsyncGenerator<PredictionStreamEvent, void, undefined> {
+export async function* predictionEvents(http: Transport, id: string, options: EventStreamOptions = {}): AsyncGenerator<PredictionStreamEvent, void, undefined> {
+  const { signal } = options;
+  const idleTimeoutMs = options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
   const path = `/v1/predictions/${encodeURIComponent(id)}/events`;
   const response = await http.stream(path, { headers: { accept: 'text/event-stream' }, signal });
   if (!response.ok) {
@@ -48,14 +63,19 @@ export async function* predictionEvents(http: Transport, id: string, signal?: Ab
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let ended = false;
+  let silent = false;
   try {
     for (;;) {
-      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      let chunk: Awaited<ReturnType<typeof reader.read>> | null;
       try {
-        chunk = await reader.read();
+        chunk = await within(reader.read(), idleTimeoutMs);
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
         throw new QrArtConnectionError(`the event stream of ${id} broke: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      }
+      if (chunk === null) {
+        silent = true;
+        throw new QrArtConnectionError(`the event stream of ${id} sent nothing for ${idleTimeoutMs} ms`, { cause: new Error('stream idle') });
       }
       const { value, done } = chunk;
       if (done) {
@@ -72,7 +92,7 @@ export async function* predictionEvents(http: Transport, id: string, signal?: Ab
     // The consumer stopped early. After a final record the server ends the stream at once:
     // reading that end lets the connection be reused, where cancelling would destroy it (and
     // Node's fetch then opens a spare one, which holds up the server's shutdown).
-    if (!ended && !signal?.aborted) ended = await readToEnd(reader, DRAIN_MS);
+    if (!ended && !silent && !signal?.aborted) ended = await readToEnd(reader, DRAIN_MS);
     if (!ended) await reader.cancel().catch(() => undefined);
   }
 }
@@ -82,13 +102,18 @@ const DRAIN_MS = 500;
 
 /** Reads and discards until the stream ends (true) or ms pass (false). */
 async function readToEnd(reader: ReadableStreamDefaultReader<Uint8Array>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<false>((resolve) => (timer = setTimeout(resolve, ms, false)));
   const drain = (async () => {
     for (;;) if ((await reader.read()).done) return true;
   })().catch(() => false);
+  return (await within(drain, ms)) ?? false;
+}
+
+/** What `promise` settles to, or null when ms pass first. */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<null>((resolve) => (timer = setTimeout(resolve, ms, null)));
   try {
-    return await Promise.race([drain, timeout]);
+    return await Promise.race([promise, timeout]);
   } finally {
     clearTimeout(timer);
   }

@@ -6,7 +6,7 @@ export { QrArtClient } from './client.ts';
 export { QrArtApiError, QrArtConnectionError, type CallOptions, type QrArtClientOptions } from './http.ts';
 export type { CreateOptions, ListAllOptions, ListOptions } from './predictions.ts';
 export type { WaitOptions } from './wait.ts';
-export { EventStreamUnavailableError, type PredictionStreamEvent } from './events.ts';
+export { EventStreamUnavailableError, type EventStreamOptions, type PredictionStreamEvent } from './events.ts';
 export { verifyWebhook, QrArtWebhookError, type WebhookEvent, type WebhookRequestHeaders } from './webhooks.ts';
 export {
   isTerminalStatus,

@@ -19,6 +19,8 @@ export interface WaitOptions {
   pollIntervalMs?: number;
   /** false: poll only, never open the event stream. Default true. */
   stream?: boolean;
+  /** A stream silent this long counts as broken and is reopened; default 45 s (the server sends a keep-alive every 15 s). */
+  streamIdleTimeoutMs?: number;
 }
 
 /** Streams that end or break before the final record, in a row, before the wait polls for good. */
@@ -49,7 +51,7 @@ export async function waitForPrediction(http: Transport, id: string, options: Wa
   for (;;) {
     if (useStream) {
       try {
-        for await (const event of predictionEvents(http, id, signal)) {
+        for await (const event of predictionEvents(http, id, { signal, idleTimeoutMs: options.streamIdleTimeoutMs })) {
           if (event.type === 'progress') {
             options.onProgress?.(event.progress);
             continue;

@@ -108,6 +108,21 @@ describe('QrArtClient.wait with a worker', () => {
     expect(unreachable.tried.length).toBeLessThanOrEqual(3);
   });
 
+  it('gives up a stream that falls silent (a connection that died without a word, a buffering proxy), reopens it, and ends by polling', async () => {
+    let cancelled = 0;
+    // The headers of an event stream, then nothing: no event, no keep-alive, no end.
+    const silent = withEventsFetch(async () =>
+      new Response(new ReadableStream({ cancel: () => void cancelled++ }), { headers: { 'content-type': 'text/event-stream' } }),
+    );
+    const client = new QrArtClient({ baseUrl: stack.baseUrl, apiKey: KEY, fetch: silent.fetch });
+    const created = await client.create({ ...SMALL_V5S, seed: 12 });
+    const done = await client.wait(created.id, { pollIntervalMs: 50, streamIdleTimeoutMs: 100 });
+    expect(done).toMatchObject({ id: created.id, status: 'executed' });
+    // Three silent streams in a row, each cut (its connection released), then polling for good.
+    expect(silent.tried).toHaveLength(3);
+    expect(cancelled).toBe(3);
+  });
+
   it('rides out an API that is away for longer than the transport retries, and retries a download answered 503 or cut off mid-body', async () => {
     const created = await client.create({ ...SMALL_V5S, seed: 10 });
     const seen = { polls: 0, downloads: 0 };
