@@ -62,9 +62,10 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
   }, 120_000);
 
   /** A fresh browser profile on the page, the key typed in when given. */
-  async function open(viewport = DESKTOP, key?: string): Promise<Page> {
+  async function open(viewport = DESKTOP, key?: string, beforeLoad?: (page: Page) => Promise<void>): Promise<Page> {
     const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
     const page = await context.newPage();
+    await beforeLoad?.(page);
     page.on('pageerror', (error) => console.error('page error:', error.message));
     await page.goto(`${stack.baseUrl}/`);
     await page.waitForSelector('body[data-ready="true"]');
@@ -467,6 +468,27 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
       expect(await page.textContent('#progress-text')).toBe('');
       // Determinate: an indeterminate bar would still look at work.
       expect(await page.getAttribute('#progress-bar', 'value')).toBe('0');
+      await close(page);
+    });
+
+    it('an event stream that says nothing (a lost connection, a proxy holding it back) is given up after 45 s for polling', async () => {
+      // The page's clock is Playwright's, so 45 s pass in a moment; the stream's request is never answered.
+      const page = await open(DESKTOP, KEY, (p) => p.clock.install());
+      let streams = 0;
+      await page.route('**/v1/predictions/queue', (route) => route.fulfill({ json: { success: true, data: record('queued') } }));
+      await page.route(`**/v1/predictions/${FAKE_ID}/events`, () => void streams++);
+      await page.route(`**/v1/predictions/${FAKE_ID}`, (route) =>
+        route.fulfill({ json: { success: true, data: record('executed', { output: { images: [] }, isScanables: [], completedAt: new Date().toISOString() }) } }),
+      );
+      await page.fill('[name=prompt]', 'a lighthouse');
+      await page.fill('[name=qrContent]', 'https://example.com/l');
+      await page.click('#create-button');
+      await waitFor(async () => (streams === 1 ? true : undefined));
+      await page.clock.fastForward(30_000);
+      expect(await page.getAttribute('#result-card', 'data-updates')).toBe('stream');
+      await page.clock.fastForward(16_000);
+      await page.waitForSelector('#result-card[data-updates="polling"]');
+      await page.waitForSelector('#result-card[data-status="executed"]');
       await close(page);
     });
 

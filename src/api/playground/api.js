@@ -97,11 +97,33 @@ export async function listPredictions(key, limit, offset) {
 }
 
 /**
+ * The server sends a keep-alive every 15 s: a stream that answers nothing for this long is dead
+ * (a connection lost without a word, a proxy holding the stream back), and a browser would
+ * wait on it for good.
+ */
+const STREAM_IDLE_MS = 45_000;
+
+/**
  * Follows GET /v1/predictions/{id}/events. EventSource cannot send x-api-key, so the body is
  * read with fetch and parsed with eventsource-parser. Resolves when the server ends the
- * stream; rejects when it cannot be opened or breaks.
+ * stream; rejects when it cannot be opened, breaks or falls silent.
  */
 export async function streamEvents(key, id, { onPrediction, onProgress, signal }) {
+  const idle = new AbortController();
+  let timer;
+  const heard = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => idle.abort(new Error('the event stream fell silent')), STREAM_IDLE_MS);
+  };
+  heard();
+  try {
+    await readEvents(key, id, { onPrediction, onProgress, signal: AbortSignal.any([signal, idle.signal]), heard });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function readEvents(key, id, { onPrediction, onProgress, signal, heard }) {
   const response = await fetch(url(`v1/predictions/${encodeURIComponent(id)}/events`), {
     headers: { 'x-api-key': key, accept: 'text/event-stream' },
     signal,
@@ -127,6 +149,7 @@ export async function streamEvents(key, id, { onPrediction, onProgress, signal }
   for (;;) {
     const { value, done } = await reader.read();
     if (done) return;
+    heard();
     parser.feed(value);
   }
 }
