@@ -45,7 +45,13 @@ export async function* predictionEvents(http: Transport, id: string, options: Ev
   const { signal } = options;
   const idleTimeoutMs = options.idleTimeoutMs ?? IDLE_TIMEOUT_MS;
   const path = `/v1/predictions/${encodeURIComponent(id)}/events`;
-  const response = await http.stream(path, { headers: { accept: 'text/event-stream' }, signal });
+  const opening = new AbortController();
+  const answer = http.stream(path, { headers: { accept: 'text/event-stream' }, signal: signal ? AbortSignal.any([signal, opening.signal]) : opening.signal });
+  const response = await within(answer, idleTimeoutMs);
+  if (response === null) {
+    opening.abort();
+    throw new QrArtConnectionError(`GET ${path} got no answer in ${idleTimeoutMs} ms`, { cause: new Error('stream idle') });
+  }
   if (!response.ok) {
     if (NO_STREAM_STATUSES.has(response.status)) {
       await response.body?.cancel().catch(() => undefined);

@@ -14,7 +14,7 @@ import { PNG_SIGNATURE, SMALL_V5S, startClientStack } from './stack.ts';
 const KEY = 'key-client-wait-0123456789abcdef01234';
 
 /** A fetch that sends the event-stream requests to `events` and everything else on. */
-function withEventsFetch(events: (url: string) => Promise<Response>): { fetch: typeof fetch; tried: string[] } {
+function withEventsFetch(events: (url: string, init?: RequestInit) => Promise<Response>): { fetch: typeof fetch; tried: string[] } {
   const tried: string[] = [];
   return {
     tried,
@@ -22,7 +22,7 @@ function withEventsFetch(events: (url: string) => Promise<Response>): { fetch: t
       const url = String(input instanceof Request ? input.url : input);
       if (!/\/events$/.test(new URL(url).pathname)) return fetch(input, init);
       tried.push(url);
-      return events(url);
+      return events(url, init);
     },
   };
 }
@@ -110,17 +110,23 @@ describe('QrArtClient.wait with a worker', () => {
 
   it('gives up a stream that falls silent (a connection that died without a word, a buffering proxy), reopens it, and ends by polling', async () => {
     let cancelled = 0;
-    // The headers of an event stream, then nothing: no event, no keep-alive, no end.
-    const silent = withEventsFetch(async () =>
-      new Response(new ReadableStream({ cancel: () => void cancelled++ }), { headers: { 'content-type': 'text/event-stream' } }),
-    );
+    let unanswered = 0;
+    // The headers of an event stream, then nothing: no event, no keep-alive, no end. The first
+    // open gets no answer at all, until the client gives up on it.
+    const silent = withEventsFetch(async (url, init) => {
+      if (silent.tried.length === 1) {
+        return new Promise<Response>((_, reject) => init?.signal?.addEventListener('abort', () => (unanswered++, reject(init.signal!.reason))));
+      }
+      return new Response(new ReadableStream({ cancel: () => void cancelled++ }), { headers: { 'content-type': 'text/event-stream' } });
+    });
     const client = new QrArtClient({ baseUrl: stack.baseUrl, apiKey: KEY, fetch: silent.fetch });
     const created = await client.create({ ...SMALL_V5S, seed: 12 });
     const done = await client.wait(created.id, { pollIntervalMs: 50, streamIdleTimeoutMs: 100 });
     expect(done).toMatchObject({ id: created.id, status: 'executed' });
-    // Three silent streams in a row, each cut (its connection released), then polling for good.
+    // Three silent streams in a row, each cut (its request or connection released), then polling for good.
     expect(silent.tried).toHaveLength(3);
-    expect(cancelled).toBe(3);
+    expect(unanswered).toBe(1);
+    expect(cancelled).toBe(2);
   });
 
   it('rides out an API that is away for longer than the transport retries, and retries a download answered 503 or cut off mid-body', async () => {
