@@ -109,6 +109,12 @@ export const ConfigSchema = z.object({
   IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().positive().max(24 * 30).default(24),
   /** A prediction still queued or executing this long after it last changed is failed and refunded (predictions/expiry.ts). */
   PREDICTION_EXPIRY_HOURS: z.coerce.number().min(1).max(24 * 30).default(24),
+  /**
+   * Output images are deleted this long after they were made (the image bucket's max age); 0
+   * keeps them for good. Unset leaves the bucket as it is, so a process without it never
+   * undoes another's setting; a new bucket keeps images for good.
+   */
+  IMAGE_RETENTION_HOURS: z.coerce.number().min(0).max(24 * 3650).optional(),
   /** NATS servers, comma separated; when unset, `start` runs a local nats-server. */
   NATS_URL: z
     .string()
@@ -264,4 +270,9 @@ export function warmUpSizes(value: string): false | 'native' | { width: number; 
 /** The PostgreSQL bounds the configuration asks for (store/database.ts). */
 export function postgresLimits(config: Config): PostgresLimits {
   return { poolSize: config.DB_POOL_SIZE, connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS, queryTimeoutMs: config.DB_QUERY_TIMEOUT_MS };
+}
+
+/** The images' retention for the queue topology, in ms: undefined leaves the bucket's as it is. */
+export function imageRetentionMs(config: Config): number | undefined {
+  return config.IMAGE_RETENTION_HOURS === undefined ? undefined : Math.round(config.IMAGE_RETENTION_HOURS * 3600_000);
 }

@@ -20,9 +20,13 @@ export interface TopologyOptions {
    * JetStream cluster survives losing a server; 1 (the default) on a single server.
    */
   replicas?: number;
+  /** How long an output image is kept (the image bucket's max age); 0 = for good, undefined = as it is. */
+  imageRetentionMs?: number;
 }
 
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** JetStream's default duplicates window. */
+const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
 
 /**
  * Creates or updates every stream and durable consumer. The API and the workers both call
@@ -66,10 +70,18 @@ export async function ensureTopology(jsm: JetStreamManager, options: TopologyOpt
     storage: StorageType.File,
   });
 
-  // The image bucket is created by connectQueue; its backing stream gets the same replicas.
+  // The image bucket is created by connectQueue; its backing stream gets the same replicas,
+  // and its max age is the images' retention (the object store's own TTL).
   const bucketStream = `OBJ_${OBJECT_BUCKET}`;
   const bucket = await jsm.streams.info(bucketStream).catch(() => null);
-  if (bucket && bucket.config.num_replicas !== replicas) await jsm.streams.update(bucketStream, { num_replicas: replicas });
+  if (bucket) {
+    const maxAge = options.imageRetentionMs === undefined ? bucket.config.max_age : nanos(options.imageRetentionMs);
+    if (bucket.config.num_replicas !== replicas || bucket.config.max_age !== maxAge) {
+      // The server refuses a duplicates window (default 2 minutes) longer than the max age.
+      const duplicateWindow = maxAge > 0 ? Math.min(nanos(DUPLICATE_WINDOW_MS), maxAge) : nanos(DUPLICATE_WINDOW_MS);
+      await jsm.streams.update(bucketStream, { num_replicas: replicas, max_age: maxAge, duplicate_window: duplicateWindow });
+    }
+  }
 
   await ensureConsumer(jsm, STREAMS.jobs, {
     durable_name: CONSUMERS.workers,

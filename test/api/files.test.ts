@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { errors } from '@nats-io/nats-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OBJECT_BUCKET } from '../../src/queue/subjects.ts';
-import { startTestStack, type TestStack } from '../helpers/service.ts';
+import { ensureTopology } from '../../src/queue/topology.ts';
+import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
 
 /**
  * GET and HEAD /v1/files/{name} against the real object store: the image with its ETag, a 304
@@ -85,5 +86,36 @@ describe('/v1/files/{name}', () => {
   it('a name that is not stored is a 404', async () => {
     const response = await fetch(`${stack.baseUrl}/v1/files/${randomBytes(16).toString('base64url')}.png`);
     expect(response.status).toBe(404);
+  });
+});
+
+describe('IMAGE_RETENTION_HOURS', () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    // 0.0005 h = 1.8 s: the bucket's max age, set by the API's topology at start.
+    stack = await startTestStack({ env: { IMAGE_RETENTION_HOURS: '0.0005' } });
+  });
+  afterAll(async () => stack?.stop());
+
+  const maxAgeMs = async () => (await stack.api.queue.jsm.streams.info(`OBJ_${OBJECT_BUCKET}`)).config.max_age / 1e6;
+
+  it('deletes an image that long after it was made; GET then answers 404', async () => {
+    expect(await maxAgeMs()).toBe(1800);
+    const name = `${randomBytes(16).toString('base64url')}.png`;
+    await stack.api.queue.images.putBlob({ name }, BYTES);
+    const url = `${stack.baseUrl}/v1/files/${name}`;
+    const fresh = await fetch(url);
+    expect(fresh.status).toBe(200);
+    await fresh.arrayBuffer();
+    await waitFor(async () => ((await fetch(url, { method: 'HEAD' })).status === 404 ? true : undefined), 15_000);
+    expect((await fetch(url)).status).toBe(404);
+  });
+
+  it('a process started without it leaves the bucket as it is; 0 keeps images for good', async () => {
+    const { jsm } = stack.api.queue;
+    await ensureTopology(jsm, { jobAckWaitMs: 60_000, jobMaxDeliver: 3 });
+    expect(await maxAgeMs()).toBe(1800);
+    await ensureTopology(jsm, { jobAckWaitMs: 60_000, jobMaxDeliver: 3, imageRetentionMs: 0 });
+    expect(await maxAgeMs()).toBe(0);
   });
 });
