@@ -116,10 +116,15 @@ export async function streamEvents(key, id, { onPrediction, onProgress, signal }
     timer = setTimeout(() => idle.abort(new Error('the event stream fell silent')), STREAM_IDLE_MS);
   };
   heard();
+  // The caller's abort ends it too (linked by hand: AbortSignal.any is missing from older Safari).
+  const stop = () => idle.abort(signal.reason);
+  if (signal.aborted) stop();
+  else signal.addEventListener('abort', stop, { once: true });
   try {
-    await readEvents(key, id, { onPrediction, onProgress, signal: AbortSignal.any([signal, idle.signal]), heard });
+    await readEvents(key, id, { onPrediction, onProgress, signal: idle.signal, heard });
   } finally {
     clearTimeout(timer);
+    signal.removeEventListener('abort', stop);
   }
 }
 
