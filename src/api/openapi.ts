@@ -319,7 +319,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       },
       '/healthz': { get: { tags: ['health'], operationId: 'healthz', summary: 'Process is up', security: [], responses: { '200': { description: 'ok' } } } },
       '/readyz': {
-        get: { tags: ['health'], operationId: 'readyz', summary: 'Database, NATS (and the local worker) are ready', security: [], responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } } },
+        get: { tags: ['health'], operationId: 'readyz', summary: 'This process can take requests (under start: its worker too); reports the database and NATS', security: [], responses: { '200': { description: 'ready; dependencies says whether the database and NATS answer' }, '503': { description: 'not ready: checks names what failed' } } },
       },
     },
     webhooks: {

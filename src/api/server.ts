@@ -36,7 +36,10 @@ export interface ApiDependencies {
   /** Whether NATS is connected now (queue/connection.ts). */
   brokerConnected: () => boolean;
   logger: Logger;
+  /** What this replica needs of its own to take requests (/readyz 503 when one fails). */
   readiness: Record<string, ReadinessCheck>;
+  /** The database and NATS: reported by /readyz, never a 503 (probes/health-routes.ts says why). */
+  dependencies: Record<string, ReadinessCheck>;
   allowPrivateUrls: boolean;
   bodyLimit: number;
   /**
@@ -141,7 +144,7 @@ export function buildApi(deps: ApiDependencies) {
     return reply.code(404).send(error.toBody());
   });
 
-  app.register(healthRoutes, { checks: deps.readiness });
+  app.register(healthRoutes, { checks: deps.readiness, dependencies: deps.dependencies });
   app.register(docsRoutes);
   app.register(playgroundRoutes);
   app.register(fileRoutes, { images: deps.images, brokerConnected: deps.brokerConnected });

@@ -117,14 +117,14 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
     bodyLimit: config.BODY_LIMIT_BYTES,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     metrics,
-    readiness: {
+    readiness: { ...options.extraReadiness },
+    dependencies: {
       database: async () => (await db.query('SELECT 1')).rows.length === 1,
       nats: async () => {
         if (!queue.connected()) return false;
         await queue.nc.flush();
         return true;
       },
-      ...options.extraReadiness,
     },
   });
   let metricsServer: MetricsServer | undefined;

@@ -42,9 +42,10 @@ describe('qr-art start', () => {
     try {
       const ready = await waitFor(async () => {
         const response = await fetch(`${base}/readyz`).catch(() => null);
-        return response?.ok ? ((await response.json()) as { checks: Record<string, boolean> }) : undefined;
+        return response?.ok ? ((await response.json()) as { checks: Record<string, boolean>; dependencies: Record<string, boolean> }) : undefined;
       }, 45_000, 250);
-      expect(ready.checks).toEqual({ database: true, nats: true, worker: true, inference: true });
+      expect(ready.checks).toEqual({ worker: true, inference: true });
+      expect(ready.dependencies).toEqual({ database: true, nats: true });
 
       const created = await fetch(`${base}/v1/predictions/queue`, {
         method: 'POST',

@@ -71,7 +71,11 @@ describe('creates while NATS is down', () => {
     await executed(warmup.body.data.id, 15_000);
 
     await nats.stop();
-    await waitFor(async () => (api.queue.nc.isClosed() ? undefined : (await fetch(`${api.address}/readyz`)).status === 503 ? true : undefined), 10_000);
+    await waitFor(async () => {
+      if (api.queue.nc.isClosed()) return undefined;
+      const readiness = (await (await fetch(`${api.address}/readyz`)).json()) as { dependencies: { nats: boolean } };
+      return readiness.dependencies.nats ? undefined : true;
+    }, 10_000);
 
     const created = await create();
     expect(created.status).toBe(200);
