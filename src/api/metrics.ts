@@ -16,6 +16,9 @@ import { isWorkflowName, WORKFLOWS } from '../workflows/names.ts';
 /** Label value of a request no route matched (404s for unknown paths): one value, never the raw URL. */
 export const UNMATCHED_ROUTE = 'unmatched';
 
+/** The status label of a request whose client left before its answer was written. */
+export const ABORTED_STATUS = 'aborted';
+
 /** What one webhook delivery attempt came to; `deferred`: not attempted, its destination was at its limit. */
 export const WEBHOOK_OUTCOMES = ['delivered', 'retry', 'given_up', 'deferred'] as const;
 export type WebhookOutcome = (typeof WEBHOOK_OUTCOMES)[number];
@@ -102,10 +105,18 @@ export class ApiMetrics {
     }
   }
 
-  /** One answered request; `route` is the route's pattern (`/v1/predictions/:id`) or UNMATCHED_ROUTE. */
-  httpAnswered(method: string, route: string, status: number, seconds: number): void {
+  /**
+   * One answered request; `route` is the route's pattern (`/v1/predictions/:id`) or
+   * UNMATCHED_ROUTE. `seconds` null: not a latency (an event stream, open as long as followed).
+   */
+  httpAnswered(method: string, route: string, status: number, seconds: number | null): void {
     this.httpRequests.inc({ method, route, status: String(status) });
-    this.httpDuration.observe({ method, route }, seconds);
+    if (seconds !== null) this.httpDuration.observe({ method, route }, seconds);
+  }
+
+  /** A request whose client closed the connection before the answer was written (status `aborted`). */
+  httpAbandoned(method: string, route: string): void {
+    this.httpRequests.inc({ method, route, status: ABORTED_STATUS });
   }
 
   /** A prediction accepted and charged (its transaction committed). */

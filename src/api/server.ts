@@ -15,7 +15,7 @@ import { closeGracefully } from './graceful-close.ts';
 import { docsRoutes } from './routes/docs.ts';
 import { fileRoutes } from './routes/files.ts';
 import { freeToolRoutes } from './routes/free-tools.ts';
-import { healthRoutes, type ReadinessCheck } from '../probes/health-routes.ts';
+import { healthRoutes, PROBE_PATHS, type ReadinessCheck } from '../probes/health-routes.ts';
 import { playgroundRoutes } from './routes/playground.ts';
 import { predictionRoutes } from './routes/predictions.ts';
 
@@ -116,8 +116,23 @@ export function buildApi(deps: ApiDependencies) {
   const { metrics } = deps;
   if (metrics) {
     // By route pattern, never the raw URL (ids would make a series each); unknown paths share one value.
+    const routeOf = (request: FastifyRequest): string => request.routeOptions.url ?? UNMATCHED_ROUTE;
+    const counted = new WeakSet<FastifyRequest>();
+    app.addHook('onRequest', async (request, reply) => {
+      if (PROBE_PATHS.has(routeOf(request))) return;
+      // A client that leaves before its answer is written gets no onResponse: count it here.
+      reply.raw.once('close', () => {
+        if (reply.raw.writableFinished || counted.has(request)) return;
+        counted.add(request);
+        metrics.httpAbandoned(request.method, routeOf(request));
+      });
+    });
     app.addHook('onResponse', async (request, reply) => {
-      metrics.httpAnswered(request.method, request.routeOptions.url ?? UNMATCHED_ROUTE, reply.statusCode, reply.elapsedTime / 1000);
+      if (PROBE_PATHS.has(routeOf(request)) || counted.has(request)) return;
+      counted.add(request);
+      // An event stream's time is how long it was followed, not how long an answer took.
+      const streamed = String(reply.getHeader('content-type') ?? '').startsWith('text/event-stream');
+      metrics.httpAnswered(request.method, routeOf(request), reply.statusCode, streamed ? null : reply.elapsedTime / 1000);
     });
   }
 

@@ -83,6 +83,13 @@ describe('Prometheus metrics', () => {
     const first = await create({ qrText: 'a harbour at dusk', qrContent: 'https://example.com/metrics', qrSteps: 10, seed: 7, qrRepair: 'always', webhook: `${receiver.url}/hook` });
     const second = await create({ qrText: 'a koi pond', qrContent: 'https://example.com/metrics/2', qrSteps: 10, seed: 8, qrRepair: 'off' });
     expect((await stack.call('GET', '/no/such/route', { key: KEY })).status).toBe(404);
+    // The kubelet's probes are not counted.
+    for (const probe of ['/healthz', '/readyz']) expect((await stack.call('GET', probe)).status).toBe(200);
+    // A stream the client leaves while the job waits: no answer was completed, so `aborted`.
+    const leaving = new AbortController();
+    const stream = await fetch(`${stack.baseUrl}/v1/predictions/${second.id}/events`, { headers: { 'x-api-key': KEY }, signal: leaving.signal });
+    await stream.body!.getReader().read();
+    leaving.abort();
 
     // While they run: the API sees the jobs KEDA would count, the worker the jobs it holds.
     let maxDepth = 0;
@@ -121,6 +128,17 @@ describe('Prometheus metrics', () => {
     expect(delta(api, before.api, 'qrart_http_requests_total', { method: 'GET', route: '/v1/predictions/:id', status: '200' })).toBeGreaterThanOrEqual(2);
     expect(delta(api, before.api, 'qrart_http_requests_total', { route: 'unmatched', status: '404' })).toBe(1);
     expect(countDelta(api, before.api, 'qrart_http_request_duration_seconds', { method: 'POST', route: '/v1/predictions/queue' })).toBe(2);
+    expect(api.text).not.toMatch(/route="\/(healthz|readyz)"/);
+    const events = { method: 'GET', route: '/v1/predictions/:id/events' };
+    expect(delta(api, before.api, 'qrart_http_requests_total', { ...events, status: 'aborted' })).toBe(1);
+    // A stream that ran to the final record is an answer, but its time is not a latency.
+    const ended = await fetch(`${stack.baseUrl}/v1/predictions/${first.id}/events`, { headers: { 'x-api-key': KEY } });
+    expect(await ended.text()).toContain('event: prediction');
+    const streamsAnswered = await waitFor(async () => {
+      const now = await scrapeBoth();
+      return delta(now.api, before.api, 'qrart_http_requests_total', { ...events, status: '200' }) === 1 ? now.api : undefined;
+    }, 5_000, 50);
+    expect(countDelta(streamsAnswered, before.api, 'qrart_http_request_duration_seconds', events)).toBe(0);
     expect(api.text).not.toContain(first.id);
     expect(delta(api, before.api, 'qrart_predictions_created_total', { workflow: WORKFLOW })).toBe(2);
     expect(delta(api, before.api, 'qrart_credits_charged_total', { workflow: WORKFLOW })).toBeCloseTo(first.credits + second.credits, 6);
