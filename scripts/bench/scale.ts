@@ -119,7 +119,8 @@ async function run(mode: { kind: 'fixed' } | { kind: 'autoscaled'; lagThreshold:
   const temp = await mkdtemp(join(tmpdir(), 'qr-art-bench-scale-'));
   const nats = await startLocalNats(join(temp, 'nats'));
   const queue = await connectQueue(nats.url, 'qr-art-bench-scale');
-  await ensureTopology(queue.jsm, { jobAckWaitMs: ACK_WAIT_MS, jobMaxDeliver: 3 });
+  const maxDeliver = 3;
+  await ensureTopology(queue.jsm, { jobAckWaitMs: ACK_WAIT_MS, jobMaxDeliver: maxDeliver });
   const ledger = new ExecutionLedger();
   const fleet = new InProcessFleet({
     natsUrl: nats.url,
@@ -128,6 +129,7 @@ async function run(mode: { kind: 'fixed' } | { kind: 'autoscaled'; lagThreshold:
     prefetch,
     concurrency,
     ackWaitMs: ACK_WAIT_MS,
+    maxDeliver,
     podStartMs,
   });
 

@@ -114,7 +114,8 @@ const variant = values.heavy
     : DEFAULT_MANIFEST_PATH;
 const nats = await startLocalNats(join(temp, 'nats'));
 const queue = await connectQueue(nats.url, 'qr-art-bench');
-await ensureTopology(queue.jsm, { jobAckWaitMs: 60_000, jobMaxDeliver: 3 });
+const MAX_DELIVER = 3;
+await ensureTopology(queue.jsm, { jobAckWaitMs: 60_000, jobMaxDeliver: MAX_DELIVER });
 const logger = pino({ level: 'warn', base: undefined }, pino.destination(2));
 const client = await InferenceClient.start({
   manifestPath: variant,
@@ -151,7 +152,7 @@ const recorder: JobRunner = {
     return detail.outcome;
   },
 };
-const daemon = startWorkerDaemon({ queue, runner: recorder, logger, prefetch, maxInHand: 1 + prefetch + 2, heartbeatMs: 20_000 });
+const daemon = startWorkerDaemon({ queue, runner: recorder, logger, prefetch, maxInHand: 1 + prefetch + 2, heartbeatMs: 20_000, maxDeliver: MAX_DELIVER });
 
 const executed = new Map<string, number>();
 let onExecuted: (() => void) | undefined;

@@ -12,6 +12,8 @@ export interface FleetOptions {
   readonly prefetch: number;
   readonly concurrency: number;
   readonly ackWaitMs: number;
+  /** The jobs consumer's MaxDeliver (JOB_MAX_DELIVER). */
+  readonly maxDeliver: number;
   /** Scheduling, image start, connecting: from the replica count going up to the worker pulling. */
   readonly podStartMs: number;
 }
@@ -95,7 +97,7 @@ export class InProcessFleet {
       await new Promise((resolve) => setTimeout(resolve, this.options.podStartMs));
       if (pod.state === 'terminating') return;
       pod.queue = await connectQueue(this.options.natsUrl, pod.name);
-      const { prefetch, concurrency, ackWaitMs } = this.options;
+      const { prefetch, concurrency, ackWaitMs, maxDeliver } = this.options;
       pod.daemon = startWorkerDaemon({
         queue: pod.queue,
         runner: this.options.newRunner(),
@@ -104,6 +106,7 @@ export class InProcessFleet {
         maxInHand: Math.max(concurrency, 1 + prefetch),
         workerId: pod.name,
         heartbeatMs: Math.max(1000, Math.floor(ackWaitMs / 3)),
+        maxDeliver,
       });
       if (pod.state === 'starting') pod.state = 'running';
     })();

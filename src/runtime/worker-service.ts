@@ -113,6 +113,7 @@ export async function startWorkerService(options: { config: Config; natsUrl: str
     // that is not delivered by two thirds of it is handed back while the connection is still up.
     finishAfterFaultMs: Math.floor((config.JOB_ABORT_GRACE_MS * 2) / 3),
     metrics,
+    maxDeliver: config.JOB_MAX_DELIVER,
   });
   return {
     daemon,

@@ -130,7 +130,7 @@ export async function clientControlImage(
     const fetched = await fetchImage(url, { ...limits, policy: options.policy, signal });
     client = await decodeImage(fetched.bytes, { maxPixels: limits.maxPixels, channels: 3 });
   } catch (error) {
-    if (isImageFetchError(error) || isImageDecodeError(error)) throw new JobInputError(`qrImage ${error.message}`, 'invalid_qr_image');
+    if (isImageFetchError(error) || isImageDecodeError(error)) throw new JobInputError(`qrImage ${error.message}`, 'invalid_qr_image', isImageFetchError(error) && error.transient);
     throw error;
   }
   const decoded = await decodeAny(client);

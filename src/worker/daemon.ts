@@ -30,6 +30,8 @@ export interface WorkerDaemonOptions {
   finishAfterFaultMs?: number;
   /** Where jobs, their waits, durations, uploads and images are recorded. */
   metrics?: WorkerMetrics;
+  /** The consumer's MaxDeliver (JOB_MAX_DELIVER): a job whose input was away for now is handed back before its last attempt. */
+  maxDeliver: number;
 }
 
 export interface WorkerDaemon {
@@ -183,7 +185,11 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
         metrics?.jobFinished(job.workflow, 'handed_back'); // by fatal()
         return;
       }
-      if (error instanceof JobInputError) {
+      if (error instanceof JobInputError && error.transient && msg.info.deliveryCount < options.maxDeliver) {
+        metrics?.jobFinished(job.workflow, 'handed_back');
+        log.warn({ err: error }, 'job input not available for now; handing it back');
+        await handBackWhenConnected(msg);
+      } else if (error instanceof JobInputError) {
         try {
           // A job refused before the device started it (an unreadable qrImage) never executed: queued, then failed.
           if (startedAt !== undefined) await announce().catch(() => ((executing = undefined), announce()));

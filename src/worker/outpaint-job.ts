@@ -82,7 +82,7 @@ export async function runOutpaintJob(job: JobMessage, options: OutpaintJobOption
     const fetched = await fetchImage(url, { ...limits, policy: options.policy, ...(options.signal ? { signal: options.signal } : {}) });
     original = await decodeImage(fetched.bytes, { maxPixels: limits.maxPixels, channels: 3 });
   } catch (error) {
-    if (isImageFetchError(error) || isImageDecodeError(error)) throw new JobInputError(`image ${error.message}`, 'invalid_image');
+    if (isImageFetchError(error) || isImageDecodeError(error)) throw new JobInputError(`image ${error.message}`, 'invalid_image', isImageFetchError(error) && error.transient);
     throw error;
   }
   const image = original.width === width && original.height === height ? original : await resizeImage(original, width, height, 'fill');

@@ -38,6 +38,12 @@ export class JobInputError extends Error {
   constructor(
     message: string,
     readonly code = 'invalid_input',
+    /**
+     * The input could not be had for now (its host answered 503, timed out, reset the
+     * connection): the job is handed back while it has attempts left, and fails with this
+     * error on its last.
+     */
+    readonly transient = false,
   ) {
     super(message);
   }

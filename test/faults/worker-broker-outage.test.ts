@@ -51,6 +51,7 @@ describe('a worker through a NATS restart', () => {
       prefetch: 0,
       maxInHand: 1,
       heartbeatMs: 1000,
+      maxDeliver: 3,
       runner: {
         name: 'input-fails',
         run: async () => {

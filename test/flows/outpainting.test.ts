@@ -26,7 +26,11 @@ interface Served extends FileServer {
   original: Buffer;
 }
 
-/** A colourful 128x96 PNG (gradients, so any shift or resample would show), a text file named .png, and pixel bombs. */
+/**
+ * A colourful 128x96 PNG (gradients, so any shift or resample would show), a text file named
+ * .png, pixel bombs, and a host that answers 503: for the first request of /flaky.png, for every
+ * one of /down.png.
+ */
 async function serve(): Promise<Served> {
   const raw = Buffer.alloc(WIDTH * HEIGHT * 3);
   for (let y = 0; y < HEIGHT; y++) {
@@ -38,6 +42,11 @@ async function serve(): Promise<Served> {
     '/notes.png': Buffer.from('not an image at all\n'),
     '/bomb.png': pngHeaderOnly(50_000, 50_000),
     '/bomb.gif': handmadeGif({ screenW: 60_000, screenH: 60_000, frameW: 60_000, frameH: 60_000 }),
+  }, (req, res) => {
+    const busy = req.url === '/down.png' || (req.url === '/flaky.png' && !server.requests.slice(0, -1).includes('/flaky.png'));
+    if (busy) res.writeHead(503, { 'retry-after': '1' }).end('busy');
+    else if (req.url === '/flaky.png') res.writeHead(200, { 'content-type': 'image/png' }).end(photo);
+    return busy || req.url === '/flaky.png';
   });
   return { ...server, original: raw };
 }
@@ -135,6 +144,19 @@ describe('outpainting with the diffusion worker', () => {
     expect(done.error.message).toMatch(/^image /);
     expect(done.error.message).toContain(text);
     expect(charged).toBe(0);
+  });
+
+  it('hands a job back while the image host answers 503 (it runs once the host is back), and fails it as invalid_image on its last attempt', async () => {
+    const [flaky, down] = await Promise.all([
+      run({ image: `${served.url}/flaky.png`, prompt: 'a harbour', type: 'one_shot', seed: 3, ...pad(32, 0, 0, 0) }),
+      run({ image: `${served.url}/down.png`, prompt: 'a harbour', type: 'one_shot', seed: 3, ...pad(32, 0, 0, 0) }),
+    ]);
+    expect(flaky.done.status, JSON.stringify(flaky.done.error)).toBe('executed');
+    expect(served.requests.filter((path) => path === '/flaky.png')).toHaveLength(2);
+    expect(down.done).toMatchObject({ status: 'failed', refunded: true, error: { code: 'invalid_image' } });
+    expect(down.done.error.message).toContain('HTTP 503');
+    // JOB_MAX_DELIVER (3) attempts, the last one failing it with the host's answer.
+    expect(served.requests.filter((path) => path === '/down.png')).toHaveLength(3);
   });
 
   it.each([
