@@ -1,16 +1,18 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { apiKeyTooShort, MAX_GRANT_CREDITS, postgresLimits, type Config } from '../config.ts';
-import { addApiKey, AccountError, balanceOf, ensureUser, generateApiKey, grantCredits, listAccounts, revokeApiKey } from '../store/accounts.ts';
+import { addApiKey, AccountError, generateApiKey, grantCredits, listAccounts, revokeApiKey } from '../store/accounts.ts';
 import { openDatabase } from '../store/open-database.ts';
 import { centsToCredits } from '../workflows/pricing.ts';
 
 const USAGE = `qr-art keys <action>
 
   create --user ID [--credits N] [--label TEXT] [--key KEY]   create the user if new, mint (or store: 24+ characters) a key, grant credits
+                                                               (a --key stored already: nothing is granted again)
   credit --user ID --credits N                                 add credits to a user
   list                                                         users, balances and keys (never the keys themselves)
   revoke --key-id KEY_ID                                       revoke a key
+  --json                                                       print the result as JSON
 
 Uses DATABASE_URL, or the embedded database in DATA_DIR. The service may be running: with
 the embedded database, stop it first (PGlite allows one process at a time; while the service
@@ -61,10 +63,11 @@ export async function keysCommand(argv: string[], config: Config): Promise<numbe
         if (!values.user) throw new AccountError('--user is required', 'unknown_user');
         const cents = parseCredits(values.credits);
         const apiKey = values.key ?? generateApiKey();
-        await ensureUser(db, values.user);
-        const keyId = await addApiKey(db, values.user, apiKey, values.label ?? null);
-        const balance = cents > 0 ? await grantCredits(db, values.user, cents) : await balanceOf(db, values.user);
-        print(values.json, { userId: values.user, keyId, apiKey, credits: centsToCredits(balance) }, `user ${values.user}  key id ${keyId}  credits ${centsToCredits(balance)}\nAPI key (shown once): ${apiKey}`);
+        const { keyId, created, balanceCents } = await addApiKey(db, values.user, apiKey, values.label ?? null, cents);
+        // Run again with the same --key (a provisioning script retried): the key is there, and granting again would pay twice.
+        if (!created) console.error(`that key is stored already (${keyId})${cents > 0 ? '; its credits were granted when it was created, not again: `keys credit` adds more' : ''}`);
+        const credits = centsToCredits(balanceCents);
+        print(values.json, { userId: values.user, keyId, apiKey, created, credits }, `user ${values.user}  key id ${keyId}  credits ${credits}${created ? `\nAPI key (shown once): ${apiKey}` : ''}`);
         return 0;
       }
       case 'credit': {

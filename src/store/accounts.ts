@@ -54,19 +54,30 @@ export async function ensureUser(db: Queryable, userId: string): Promise<void> {
 
 export async function grantCredits(db: Database, userId: string, cents: number): Promise<number> {
   if (!Number.isSafeInteger(cents) || cents <= 0) throw new AccountError('amount must be a positive number of credits with at most two decimals', 'invalid_amount');
-  return db.transaction(async (tx) => {
-    const { rows } = await tx.query<{ balance_cents: string }>(
-      'UPDATE users SET balance_cents = balance_cents + $2 WHERE id = $1 RETURNING balance_cents',
-      [userId, cents],
-    );
-    if (!rows[0]) throw new AccountError(`no user ${userId}`, 'unknown_user');
-    await tx.query("INSERT INTO credit_ledger (user_id, delta_cents, reason) VALUES ($1, $2, 'grant')", [userId, cents]);
-    return Number(rows[0].balance_cents);
-  });
+  return db.transaction((tx) => grantWithin(tx, userId, cents));
 }
 
-/** Stores a key for the user (creating the user when new); returns the key id (the same one when the user has it already, unless revoked). */
-export async function addApiKey(db: Database, userId: string, apiKey: string, label: string | null = null): Promise<string> {
+/** A grant inside the caller's transaction: the balance and its ledger row; returns the new balance. */
+async function grantWithin(tx: Queryable, userId: string, cents: number): Promise<number> {
+  const { rows } = await tx.query<{ balance_cents: string }>('UPDATE users SET balance_cents = balance_cents + $2 WHERE id = $1 RETURNING balance_cents', [userId, cents]);
+  if (!rows[0]) throw new AccountError(`no user ${userId}`, 'unknown_user');
+  await tx.query("INSERT INTO credit_ledger (user_id, delta_cents, reason) VALUES ($1, $2, 'grant')", [userId, cents]);
+  return Number(rows[0].balance_cents);
+}
+
+export interface AddedKey {
+  keyId: string;
+  /** False: the user had this key already; nothing was stored or granted. */
+  created: boolean;
+  balanceCents: number;
+}
+
+/**
+ * Stores a key for the user (creating the user when new) and, only when the key is new, grants
+ * `grantCents`, in one transaction: a provisioning script run twice grants once, as API_KEYS
+ * does. The same key id comes back when the user has the key already, unless it was revoked.
+ */
+export async function addApiKey(db: Database, userId: string, apiKey: string, label: string | null = null, grantCents = 0): Promise<AddedKey> {
   const keyId = `key_${randomBytes(8).toString('hex')}`;
   return db.transaction(async (tx) => {
     await ensureUser(tx, userId);
@@ -79,7 +90,7 @@ export async function addApiKey(db: Database, userId: string, apiKey: string, la
       if (existing.user_id !== userId) throw new AccountError('that API key belongs to another user', 'key_taken');
       // Storing it again must not look like a key that works: a revocation is for good.
       if (existing.revoked_at !== null) throw new AccountError(`that API key was revoked (${existing.id}), and a revoked key stays revoked: create a new one`, 'key_revoked');
-      return existing.id;
+      return { keyId: existing.id, created: false, balanceCents: await balanceOf(tx, userId) };
     }
     await tx.query('INSERT INTO api_keys (id, user_id, key_hash, label) VALUES ($1, $2, $3, $4)', [
       keyId,
@@ -87,7 +98,7 @@ export async function addApiKey(db: Database, userId: string, apiKey: string, la
       hashApiKey(apiKey),
       label,
     ]);
-    return keyId;
+    return { keyId, created: true, balanceCents: grantCents > 0 ? await grantWithin(tx, userId, grantCents) : await balanceOf(tx, userId) };
   });
 }
 
@@ -155,9 +166,7 @@ export async function seedFromSpec(db: Database, spec: readonly SeedEntry[]): Pr
         [`key_${randomBytes(8).toString('hex')}`, entry.userId, keyHash],
       );
       if (inserted.length === 0 || entry.credits <= 0) return;
-      const cents = Math.round(entry.credits * 100);
-      await tx.query('UPDATE users SET balance_cents = balance_cents + $2 WHERE id = $1', [entry.userId, cents]);
-      await tx.query("INSERT INTO credit_ledger (user_id, delta_cents, reason) VALUES ($1, $2, 'grant')", [entry.userId, cents]);
+      await grantWithin(tx, entry.userId, Math.round(entry.credits * 100));
     });
   }
   return conflicts;

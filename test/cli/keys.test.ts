@@ -86,6 +86,20 @@ describe('qr-art keys', () => {
     expect(erin).toMatchObject({ credits: 5, keys: [expect.objectContaining({ keyId: created.keyId, revokedAt: expect.any(String) })] });
   }, 60_000);
 
+  it('run again with the same --key (a retried provisioning script) grants its credits once; a key of another user leaves no user behind', async () => {
+    const chosen = 'key-provisioned-twice-0123456789abcdef';
+    const first = await keys('create', '--user', 'gina', '--key', chosen, '--credits', '100', '--json');
+    expect(JSON.parse(first.stdout)).toMatchObject({ created: true, credits: 100 });
+    const second = await keys('create', '--user', 'gina', '--key', chosen, '--credits', '100', '--json');
+    expect(second.code).toBe(0);
+    expect(JSON.parse(second.stdout)).toMatchObject({ keyId: JSON.parse(first.stdout).keyId, created: false, credits: 100 });
+    expect(second.stderr).toContain('not again: `keys credit` adds more');
+    const taken = await keys('create', '--user', 'hank', '--key', chosen, '--credits', '5');
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toContain('that API key belongs to another user');
+    expect(JSON.parse((await keys('list', '--json')).stdout).map((account: { userId: string }) => account.userId)).not.toContain('hank');
+  }, 60_000);
+
   it('refuses a grant too large for one --credits before writing anything', async () => {
     const huge = await keys('create', '--user', 'fred', '--credits', '99999999999999999');
     expect(huge.code).toBe(1);

@@ -231,7 +231,7 @@ describe(`the store (${backend})`, () => {
 
   it('a revoked key no longer authenticates', async () => {
     const key = `qra_revoked_${randomUUID()}`;
-    const keyId = await addApiKey(db, 'revokee', key);
+    const { keyId } = await addApiKey(db, 'revokee', key);
     expect(await authenticate(db, key)).toEqual({ userId: 'revokee', keyId });
     await revokeApiKey(db, keyId);
     expect(await authenticate(db, key)).toBeNull();
