@@ -9,16 +9,16 @@
  *   vae-mean           a VAE encoder that samples inside its graph outputs the mean instead
  *                      (src/onnx/vae-mean.ts)
  */
-import { mkdir } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import ort from 'onnxruntime-node';
-import { ModelFileError, readModelFile, writeModelFile, type ExternalDataMode } from '../onnx/model-file.ts';
+import { ModelFileError, readModelFile, type ExternalDataMode } from '../onnx/model-file.ts';
 import { addScaleInput, ScaleWrapError } from '../onnx/scale-wrap.ts';
 import { replaceNormalDraws, VaeMeanError } from '../onnx/vae-mean.ts';
 import { GraphSession, GraphSessionError } from '../pipeline/graph-session.ts';
 import type { GraphRole } from '../pipeline/manifest.ts';
 import { randomOpsInFile } from '../pipeline/vae-encoder-check.ts';
+import { writeCheckedModel } from './checked-model-write.ts';
 
 export const REWRITE_USAGE = `qr-art models scale-controlnet --in FILE --out FILE [--names role=name,...] [--external-data MODE]
 qr-art models vae-mean --in FILE --out FILE [--external-data MODE]
@@ -71,19 +71,19 @@ export async function rewriteCommand(action: 'scale-controlnet' | 'vae-mean', ar
       console.log(`replaced ${n} random draw${n === 1 ? '' : 's'} by zeros: the encoder outputs the mean`);
       role = 'vae_encoder';
     }
-    await mkdir(dirname(out), { recursive: true });
-    const written = await writeModelFile(model, out, mode);
-    console.log(`wrote ${out}${written.dataFile ? ` and ${written.dataFile}` : ''}`);
-    const session = await ort.InferenceSession.create(out, { logSeverityLevel: 3 });
-    try {
-      const spec = role === 'controlnet' && Object.keys(names).length > 0 ? { outputs: names as Record<string, string> } : {};
-      const g = GraphSession.bind(role, out, session, spec);
-      if (role === 'controlnet' && !g.hasInput('conditioning_scale')) throw new GraphSessionError(`${out}: the result has no conditioning_scale input`);
-    } finally {
-      await session.release();
-    }
-    if (role === 'vae_encoder' && (await randomOpsInFile(out)).length > 0) throw new GraphSessionError(`${out}: the result still draws random numbers`);
+    const written = await writeCheckedModel(model, out, mode, async (candidate) => {
+      const session = await ort.InferenceSession.create(candidate, { logSeverityLevel: 3 });
+      try {
+        const spec = role === 'controlnet' && Object.keys(names).length > 0 ? { outputs: names as Record<string, string> } : {};
+        const g = GraphSession.bind(role, out, session, spec);
+        if (role === 'controlnet' && !g.hasInput('conditioning_scale')) throw new GraphSessionError(`${out}: the result has no conditioning_scale input`);
+      } finally {
+        await session.release();
+      }
+      if (role === 'vae_encoder' && (await randomOpsInFile(candidate)).length > 0) throw new GraphSessionError(`${out}: the result still draws random numbers`);
+    });
     console.log(`checked: ONNX Runtime opens it and it fits the ${role} role`);
+    console.log(`wrote ${out}${written.dataFile ? ` and ${written.dataFile}` : ''}`);
     return 0;
   } catch (err) {
     if (err instanceof ScaleWrapError || err instanceof VaeMeanError || err instanceof ModelFileError || err instanceof GraphSessionError) {

@@ -3,13 +3,13 @@
  * ControlNet-ready UNet (src/onnx/fuse.ts), written inline or with external data, then opened
  * in ONNX Runtime and checked against the role so a bad fuse fails here, not at a worker's start.
  */
-import { mkdir } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import ort from 'onnxruntime-node';
 import { FuseError, fuseControlNet, type NameMap } from '../onnx/fuse.ts';
-import { ModelFileError, readModelFile, writeModelFile, type ExternalDataMode } from '../onnx/model-file.ts';
+import { ModelFileError, readModelFile, type ExternalDataMode } from '../onnx/model-file.ts';
 import { GraphSession, GraphSessionError } from '../pipeline/graph-session.ts';
+import { writeCheckedModel } from './checked-model-write.ts';
 import { REWRITE_USAGE, rewriteCommand } from './models-rewrite.ts';
 import { loadManifest, ManifestError, manifestPath } from '../pipeline/manifest.ts';
 
@@ -98,19 +98,18 @@ export async function modelsCommand(argv: string[]): Promise<number> {
       { provenance: { 'qr-art.controlnet': cnFile, 'qr-art.unet': unetFile }, guidance: values.guidance as 'fold' | 'outside' },
     );
     const out = resolve(values.out!);
-    await mkdir(dirname(out), { recursive: true });
-    const written = await writeModelFile(fused, out, mode);
-    const mb = (n: number) => `${(n / 2 ** 20).toFixed(1)} MB`;
-    console.log(`wrote ${out} (${mb(written.bytes)})${written.dataFile ? ` and ${written.dataFile} (${mb(written.dataBytes)})` : ''}`);
-    if (!values['no-check']) {
-      const session = await ort.InferenceSession.create(out, { logSeverityLevel: 3 });
+    const check = async (candidate: string): Promise<void> => {
+      const session = await ort.InferenceSession.create(candidate, { logSeverityLevel: 3 });
       try {
         GraphSession.bind('denoiser', out, session, {});
       } finally {
         await session.release();
       }
-      console.log('checked: ONNX Runtime opens it and it fits the denoiser role');
-    }
+    };
+    const written = await writeCheckedModel(fused, out, mode, values['no-check'] ? null : check);
+    const mb = (n: number) => `${(n / 2 ** 20).toFixed(1)} MB`;
+    if (!values['no-check']) console.log('checked: ONNX Runtime opens it and it fits the denoiser role');
+    console.log(`wrote ${out} (${mb(written.bytes)})${written.dataFile ? ` and ${written.dataFile} (${mb(written.dataBytes)})` : ''}`);
     console.log(`use it: "denoiser": { "path": "${out}" } under the model's graphs in the manifest`);
     return 0;
   } catch (err) {

@@ -5,7 +5,7 @@
  * refuse, naming the file, what it cannot fuse.
  */
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -195,5 +195,34 @@ describe('models fuse', () => {
     const bad = await run(process.execPath, [BIN, 'models', 'fuse', '--controlnet', 'models/demo/unet/model.onnx', '--unet', 'models/demo/unet/model.onnx', '--out', out]).catch((e: { code: number; stderr: string }) => e);
     expect(bad).toMatchObject({ code: 1 });
     expect((bad as { stderr: string }).stderr).toMatch(/models\/demo\/unet\/model\.onnx: the ControlNet needs an input 'controlnet_cond'/);
+  }, 60_000);
+
+  it('qr-art models fuse leaves the model at --out as it was when ONNX Runtime cannot open the result, and refuses a directory', async () => {
+    const out = join(dir, 'kept', 'model.onnx');
+    await run(process.execPath, [BIN, 'models', 'fuse', '--controlnet', 'models/demo/controlnet/model.onnx', '--unet', 'models/demo/unet/model.onnx', '--out', out, '--external-data', 'always']);
+    const before = { model: await readFile(out), data: await readFile(`${out}_data`) };
+    // A pair that fuses (opset 14 or later on both) into a graph this ONNX Runtime refuses to load.
+    const unreleased = join(dir, 'opset-99');
+    await mkdir(unreleased, { recursive: true });
+    await writeModelFile(withOpset(copyModel(buildControlNet()), 99), join(unreleased, 'cn.onnx'), 'never');
+    await writeModelFile(withOpset(copyModel(buildUnet()), 99), join(unreleased, 'unet.onnx'), 'never');
+    const refused = await run(process.execPath, [BIN, 'models', 'fuse', '--controlnet', join(unreleased, 'cn.onnx'), '--unet', join(unreleased, 'unet.onnx'), '--out', out, '--external-data', 'always']).catch(
+      (e: { code: number; stdout: string; stderr: string }) => e,
+    );
+    expect(refused).toMatchObject({ code: 1 });
+    const { stdout, stderr } = refused as { stdout: string; stderr: string };
+    expect(stderr).toContain(`${out}: ONNX Runtime cannot open the result`);
+    expect(stderr).toContain(`(nothing was written: ${out} is as it was)`);
+    expect(stderr).not.toMatch(/^\s+at /m);
+    expect(stdout).not.toContain('wrote');
+    expect((await readFile(out)).equals(before.model)).toBe(true);
+    expect((await readFile(`${out}_data`)).equals(before.data)).toBe(true);
+    expect(await readdir(join(dir, 'kept'))).toEqual(['model.onnx', 'model.onnx_data']);
+
+    const folder = await run(process.execPath, [BIN, 'models', 'fuse', '--controlnet', 'models/demo/controlnet/model.onnx', '--unet', 'models/demo/unet/model.onnx', '--out', join(dir, 'kept')]).catch(
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(folder).toMatchObject({ code: 1 });
+    expect((folder as { stderr: string }).stderr.trim()).toBe(`--out ${join(dir, 'kept')} is a directory: give the model file's path (e.g. ${join(dir, 'kept', 'model.onnx')})`);
   }, 60_000);
 });

@@ -1,0 +1,48 @@
+/**
+ * Writing a rewritten or fused graph where an operator points a manifest: the result is written
+ * in a folder of its own beside `--out`, opened and checked there, and only then moved into
+ * place. A result that ONNX Runtime cannot open (an operator its build lacks, a name map typo)
+ * therefore never replaces the working model at `--out`, nor the input when `--in` is `--out`.
+ */
+import { mkdir, mkdtemp, rename, rm, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { ModelProto } from '../onnx/proto.ts';
+import { ModelFileError, writeModelFile, type ExternalDataMode, type WrittenModel } from '../onnx/model-file.ts';
+import { GraphSessionError } from '../pipeline/graph-session.ts';
+
+/**
+ * Writes `model` to `out` (and `<out>_data`), after `check` passed on the written files.
+ * `check` gets the candidate's path; whatever it throws (ONNX Runtime refusing the graph, the
+ * role's own checks) becomes a GraphSessionError that says `out` was left as it was.
+ */
+export async function writeCheckedModel(
+  model: ModelProto,
+  out: string,
+  mode: ExternalDataMode,
+  check: ((candidate: string) => Promise<void>) | null,
+): Promise<WrittenModel> {
+  if ((await stat(out).catch(() => null))?.isDirectory()) throw new ModelFileError(`--out ${out} is a directory: give the model file's path (e.g. ${join(out, 'model.onnx')})`);
+  await mkdir(dirname(out), { recursive: true });
+  // Same folder as `out`, so the moves are renames; the same base name, so the model's reference
+  // to its data file (`<name>_data`, relative) holds after the move.
+  const folder = await mkdtemp(join(dirname(out), `.${basename(out)}.checking-`));
+  const candidate = join(folder, basename(out));
+  try {
+    const written = await writeModelFile(model, candidate, mode);
+    if (check) {
+      try {
+        await check(candidate);
+      } catch (error) {
+        const known = error instanceof GraphSessionError || error instanceof ModelFileError;
+        const reason = known ? error.message : `${out}: ONNX Runtime cannot open the result: ${error instanceof Error ? error.message : String(error)}`;
+        throw new GraphSessionError(`${reason}\n(nothing was written: ${out} is as it was)`, { cause: error });
+      }
+    }
+    // The data first: the model that names it is the last thing to change.
+    if (written.dataFile) await rename(written.dataFile, `${out}_data`);
+    await rename(candidate, out);
+    return { ...written, file: out, ...(written.dataFile ? { dataFile: `${out}_data` } : {}) };
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
+}
