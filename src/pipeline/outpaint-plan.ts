@@ -54,6 +54,8 @@ export interface OutpaintPlan {
 }
 
 const ceilTo = (v: number, m: number): number => Math.max(m, Math.ceil(v / m) * m);
+/** Pixels of one latent cell (the VAE's factor): the least a pass can paint. */
+const LATENT_CELL = 8;
 
 export function planOutpaint(image: Size, padding: Padding, options: PlanOptions): OutpaintPlan {
   const m = options.sizeMultiple;
@@ -82,10 +84,15 @@ export function planOutpaint(image: Size, padding: Padding, options: PlanOptions
     const { content } = frame;
     const sx = content.width / output.width;
     const sy = content.height / output.height;
-    const x0 = content.x + Math.round(original.x * sx);
-    const y0 = content.y + Math.round(original.y * sy);
-    const x1 = Math.max(x0 + 1, content.x + Math.round(rectRight(original) * sx));
-    const y1 = Math.max(y0 + 1, content.y + Math.round(rectBottom(original) * sy));
+    // A padding thinner than the scale would round to nothing: the original would touch the
+    // canvas's edge there and that side would never be painted (the border only the original's
+    // edge, resampled). Each padded side keeps at least one latent cell to paint; the model sees
+    // the original that much narrower, and the paste-back puts it at its exact place.
+    const inset = (padded: boolean): number => (padded ? LATENT_CELL : 0);
+    const x0 = content.x + Math.max(inset(seams.left), Math.round(original.x * sx));
+    const y0 = content.y + Math.max(inset(seams.top), Math.round(original.y * sy));
+    const x1 = Math.max(x0 + 1, content.x + Math.min(content.width - inset(seams.right), Math.round(rectRight(original) * sx)));
+    const y1 = Math.max(y0 + 1, content.y + Math.min(content.height - inset(seams.bottom), Math.round(rectBottom(original) * sy)));
     back = 'resize';
     outputInWorking = content;
     originalInWorking = { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };

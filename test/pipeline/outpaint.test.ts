@@ -126,6 +126,22 @@ describe('output size and the original pixels', () => {
     expect([r.image.width, r.image.height]).toEqual([192, 120]);
     expect(originalChanges(r.image, IMAGE, pad).beyond).toBe(0);
   });
+
+  it('a padding of one pixel on a canvas painted scaled down is painted too: its border follows the seed', async () => {
+    // 201×151 is above maxPixels: painted at about 0.37 of its size, where one pixel rounds to none.
+    const image = picture(200, 150);
+    const pad = { left: 0, right: 1, top: 0, bottom: 1 };
+    const tuning = { ...QUICK, maxPixels: 64 * 64 };
+    const plan = outpaintPlan(request(pad, { image, tuning }), target);
+    expect(plan.back).toBe('resize');
+    expect(plan.working.width - (plan.originalInWorking.x + plan.originalInWorking.width)).toBeGreaterThanOrEqual(8);
+    expect(plan.working.height - (plan.originalInWorking.y + plan.originalInWorking.height)).toBeGreaterThanOrEqual(8);
+    const [a, b] = [await outpaint(request(pad, { image, tuning }), target), await outpaint(request(pad, { image, tuning, seed: 43 }), target)];
+    const p = { left: 0, right: 1, top: 0, bottom: 1 };
+    expect(borderBytes(a.image, p, image).equals(borderBytes(b.image, p, image))).toBe(false);
+    expect([a.image.width, a.image.height]).toEqual([201, 151]);
+    expect(originalChanges(a.image, image, p).beyond).toBe(0);
+  });
 });
 
 describe('what the border looks like on the demo graphs', () => {
