@@ -10,6 +10,8 @@ import { ensureScannable, type QrGeometry } from '../qr/guarantee.ts';
 import { QrLayoutError, type Canvas } from '../qr/layout.ts';
 import { locateQr, type LocatedQr } from '../qr/locate.ts';
 import { decodeAny } from '../qr/scan.ts';
+import { zxingDecode } from '../qr/decoders.ts';
+import { toLuma } from '../image/luma.ts';
 import type { JobMessage } from '../messages/schemas.ts';
 import { isWorkflowName } from '../workflows/catalogue.ts';
 import { controlPlanFor, type ControlPlan } from '../workflows/control.ts';
@@ -138,9 +140,12 @@ export async function clientControlImage(
     throw new JobInputError('qrImage is not a readable QR code: no decoder found a code in it; send a sharp black-and-white QR code image', 'unreadable_qr_image');
   }
   // Which one the art should carry cannot be told, and a phone may read either: the scan check
-  // would judge every image of it unscannable.
-  if (decoded.otherTexts.length > 0) {
-    throw new JobInputError(`qrImage holds ${decoded.otherTexts.length + 1} QR codes with different contents; send an image of the one code the art should carry`, 'invalid_qr_image');
+  // would judge every image of it unscannable. The ladder stops at its first read, made with the
+  // code scaled to about 400 px, where a second, smaller code can vanish; one read at the
+  // image's own resolution sees it.
+  const otherTexts = new Set([...decoded.otherTexts, ...(await zxingDecode(toLuma(client))).filter((text) => text !== decoded.text)]);
+  if (otherTexts.size > 0) {
+    throw new JobInputError(`qrImage holds ${otherTexts.size + 1} QR codes with different contents; send an image of the one code the art should carry`, 'invalid_qr_image');
   }
   const fitSide = Math.round(CLIENT_IMAGE_RATIO * Math.min(canvas.width, canvas.height));
   // A code drawn at a pixel or two a module (`qrcode` at scale 1): its module edges cannot be

@@ -112,6 +112,7 @@ describe('QR Art v1-v3b: the client brings the code as an image URL', () => {
     ['an image with no QR code in it', '/noise.png', 'unreadable_qr_image', 'not a readable QR code'],
     ['a text file named .png', '/notes.png', 'invalid_qr_image', 'is not a PNG, JPEG, WebP or GIF image'],
     ['an image of two codes with different contents', '/two-codes.png', 'invalid_qr_image', 'holds 2 QR codes with different contents'],
+    ['a large code with a small one of other content in a corner', '/code-and-small-code.png', 'invalid_qr_image', 'holds 2 QR codes with different contents'],
     ['a 50,000 x 50,000 PNG header', '/bomb.png', 'invalid_qr_image', '50000 x 50000 pixels'],
     ['a missing file', '/missing.png', 'invalid_qr_image', 'HTTP 404'],
     ['a server that never finishes the body', '/slow.png', 'invalid_qr_image', 'did not finish within'],
@@ -139,7 +140,15 @@ async function serveImages(): Promise<FileServer> {
     .composite([{ input: code, left: 0, top: 0 }, { input: other, left: 320, top: 50 }])
     .png()
     .toBuffer();
-  const files = { '/code.png': code, '/two-codes.png': twoCodes, '/noise.png': noise, '/notes.png': Buffer.from('just some text, not an image\n'), '/bomb.png': pngHeaderOnly(50_000, 50_000) };
+  // The small code vanishes where the scan ladder scales the large one to ~400 px.
+  const large = await QRCode.toBuffer(CODE_TEXT, { errorCorrectionLevel: 'H', scale: 24, margin: 2 });
+  const corner = await QRCode.toBuffer('https://example.com/small-print', { errorCorrectionLevel: 'L', scale: 3, margin: 2 });
+  const cornerSide = (await sharp(corner).metadata()).width!;
+  const codeAndSmallCode = await sharp({ create: { width: 1024, height: 1024, channels: 3, background: '#ffffff' } })
+    .composite([{ input: large, left: 0, top: 0 }, { input: corner, left: 1024 - cornerSide, top: 1024 - cornerSide }])
+    .png()
+    .toBuffer();
+  const files = { '/code.png': code, '/two-codes.png': twoCodes, '/code-and-small-code.png': codeAndSmallCode, '/noise.png': noise, '/notes.png': Buffer.from('just some text, not an image\n'), '/bomb.png': pngHeaderOnly(50_000, 50_000) };
   return serveFiles(files, (req, res) => {
     if (req.url !== '/slow.png') return false;
     res.writeHead(200, { 'content-type': 'image/png' });
