@@ -164,6 +164,12 @@ function qrContent() {
     .min(1)
     .superRefine((s, ctx) => {
       if (s.length === 0) return; // reported by min()
+      // The encoder writes it, ZXing-C++ returns it, and ZBar, jsQR, Java ZXing and phones drop
+      // it: no scan would ever match the content, so isScanables could never be true.
+      if (s.startsWith('\uFEFF')) {
+        ctx.addIssue({ code: 'custom', message: 'starts with U+FEFF (a byte-order mark), which most decoders drop, so a scan never matches; remove it', params: { rule: 'characters' }, input: s });
+        return;
+      }
       const fit = fitsInQrCode(s);
       if (!fit.ok) {
         ctx.addIssue({

@@ -59,4 +59,13 @@ describe('qrContent must fit a QR code at error-correction level H', () => {
   it('rejects content the encoder cannot represent (a lone surrogate)', () => {
     expectIssue(parse(withField('generate_qr_art_v5', 'qrContent', 'a\ud800b')), 'qrContent', 'qr_capacity');
   });
+
+  it('rejects content that starts with a byte-order mark, which most decoders drop (a scan could never match)', () => {
+    for (const workflow of [...V4_FAMILY, ...V5_FAMILY]) {
+      const issue = expectIssue(parse(withField(workflow, 'qrContent', '\uFEFFhttps://example.com')), 'qrContent', 'characters');
+      expect(issue.message).toContain('U+FEFF');
+    }
+    // Inside the text it is an ordinary character that every decoder returns.
+    expect(expectOk(parse(withField('generate_qr_art_v5', 'qrContent', 'a\uFEFFb'))).input.qrContent).toBe('a\uFEFFb');
+  });
 });
