@@ -17,7 +17,7 @@ const LOWER_LAYERS: Readonly<Record<string, readonly string[]>> = {
   image: ['net', 'util'],
   onnx: ['util'],
   qr: ['image', 'util'],
-  workflows: ['qr', 'image', 'util'],
+  workflows: ['qr', 'image', 'net', 'util'],
 };
 
 let graph: Record<string, string[]>;
