@@ -23,16 +23,36 @@ Commands:
 
 Configuration is read from the environment: see README.md.`;
 
+const SERVICE_USAGE: Readonly<Record<string, string>> = {
+  start: 'qr-art start: the API, one worker, a local nats-server (unless NATS_URL) and the embedded database (unless DATABASE_URL), on one machine',
+  serve: 'qr-art serve: the HTTP API and its background consumers; needs NATS_URL',
+  worker: 'qr-art worker: a worker daemon pulling jobs; needs NATS_URL',
+};
+
+/** start, serve and worker take no arguments: help for -h/--help, else exit 2 naming the argument. */
+function serviceArguments(command: string, args: string[]): number {
+  const usage = `${SERVICE_USAGE[command]}\n\nIt takes no arguments: every setting is an environment variable (README.md, Configuration), e.g. PORT=9000 qr-art ${command}`;
+  if (args.length === 1 && (args[0] === '--help' || args[0] === '-h' || args[0] === 'help')) {
+    console.log(usage);
+    return 0;
+  }
+  console.error(`qr-art ${command} takes no arguments, got '${args.join(' ')}'\n\n${usage}`);
+  return 2;
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   try {
     switch (command) {
       case 'start':
-        return await start(loadConfig());
       case 'serve':
-        return await serve(loadConfig());
-      case 'worker':
-        return await worker(loadConfig());
+      case 'worker': {
+        // Their settings are environment variables: an argument (a --port, a --help) would
+        // otherwise be ignored and the service started as it is.
+        if (rest.length > 0) return serviceArguments(command, rest);
+        const config = loadConfig();
+        return await (command === 'start' ? start(config) : command === 'serve' ? serve(config) : worker(config));
+      }
       case 'keys': {
         const { keysCommand } = await import('./cli/keys.ts');
         return await keysCommand(rest, loadConfig());
@@ -162,6 +182,7 @@ async function start(given: Config): Promise<number> {
     if (!natsUrl) {
       const storeDir = path.join(config.DATA_DIR, 'nats');
       const nats: LocalNats = await startLocalNats(storeDir, {
+        binary: config.NATS_SERVER_BIN,
         onLockWait: () => logger.warn({ dir: storeDir }, `DATA_DIR is locked by another process (or one that was just killed); waiting up to ${LOCK_WAIT_MS / 1000} s`),
         onLeftoverStopped: (pid) => logger.warn({ dir: storeDir, leftoverPid: pid }, 'stopped the nats-server that a killed qr-art start had left running on this store'),
       });

@@ -59,7 +59,7 @@ export async function startLocalNats(
     lockStaleMs?: number;
   } = {},
 ): Promise<LocalNats> {
-  const binary = options.binary ?? process.env.NATS_SERVER_BIN ?? 'nats-server';
+  const binary = options.binary || process.env.NATS_SERVER_BIN || 'nats-server';
   const pickPort = options.pickPort ?? freePort;
   await mkdir(storeDir, { recursive: true });
   // nats-server does not lock its store: two servers on one directory would both write it.

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -235,6 +235,20 @@ describe('qr-art start', () => {
     expect(replicas.code).toBe(1);
     expect(replicas.stderr.trim()).toBe('JETSTREAM_REPLICAS=3 needs a NATS cluster (NATS_URL); the local nats-server of `start` is one server: unset it or set 1');
   }, 60_000);
+
+  it('start, serve and worker take no arguments: --help explains, anything else exits 2 naming it, and nothing starts', async () => {
+    const dataDir = path.join(await mkdtemp(path.join(tmpdir(), 'qrart-start-')), 'data');
+    dirs.push(path.dirname(dataDir));
+    const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', NATS_URL: '' };
+    const help = await runCliToExit(['start', '--help'], { env });
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('every setting is an environment variable');
+    const port = await runCliToExit(['serve', '--port', '9000'], { env });
+    expect(port.code).toBe(2);
+    expect(port.stderr).toContain("qr-art serve takes no arguments, got '--port 9000'");
+    expect((await runCliToExit(['worker', 'now'], { env })).code).toBe(2);
+    await expect(stat(dataDir)).rejects.toThrow(); // no store was made
+  }, 30_000);
 
   it('explains how to install nats-server when the binary is missing', async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));

@@ -29,6 +29,11 @@ describe('settings bounds', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(message);
   });
 
+  it('reads NATS_SERVER_BIN with the rest: empty is unset, as for every setting', () => {
+    expect(loadConfig({ NATS_SERVER_BIN: '' }).NATS_SERVER_BIN).toBe('nats-server');
+    expect(loadConfig({ NATS_SERVER_BIN: '/opt/nats/nats-server' }).NATS_SERVER_BIN).toBe('/opt/nats/nats-server');
+  });
+
   it('takes what works', () => {
     const config = loadConfig({
       JOB_TIMEOUT_MS: '2147483647',
