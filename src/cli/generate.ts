@@ -4,7 +4,8 @@
  * job then runs through the worker's DiffusionRunner (inference thread, NSFW check, scan check)
  * and the images are written as PNG files.
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
@@ -130,6 +131,13 @@ export async function generateCommand(argv: string[], config: GenerateConfig = {
   const manifestPath = (values.manifest as string | undefined) ?? config.MODELS_MANIFEST ?? DEFAULT_MANIFEST_PATH;
   const logger = pino({ level: 'warn', base: undefined }, pino.destination(2));
   const out = String(values.out);
+  // Before the models load and the generation runs: a folder it cannot write would cost all of that.
+  try {
+    await mkdir(out, { recursive: true });
+    await access(out, constants.W_OK);
+  } catch (error) {
+    return fail([`--out: cannot write to ${out} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`]);
+  }
   let progress: ReturnType<typeof progressBar> | undefined;
 
   let client: InferenceClient | undefined;
@@ -155,7 +163,6 @@ export async function generateCommand(argv: string[], config: GenerateConfig = {
     progress.done();
     if (run.outcome.kind === 'nsfw') return fail(['rejected: the NSFW check flagged the output; no files written'], 3);
 
-    await mkdir(out, { recursive: true });
     const files: { path: string; isScannable: boolean; scanRobustness: number | null }[] = [];
     for (const [i, image] of run.outcome.images.entries()) {
       const file = path.join(out, `${run.seed}-${i}.${image.extension}`);

@@ -41,7 +41,7 @@ export async function qrCommand(argv: string[]): Promise<number> {
   const [action, ...rest] = argv;
   if (action !== 'render') {
     console.log(USAGE);
-    return action === '--help' || action === 'help' ? 0 : 1;
+    return action === '--help' || action === '-h' || action === 'help' ? 0 : 1;
   }
   const { values } = parseArgs({
     args: rest,

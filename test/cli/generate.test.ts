@@ -3,7 +3,7 @@
  * size, isScanables and timings printed, progress on stderr, and flags refused with exit 2 and
  * the flag's name (checked by the API's own validator).
  */
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -87,6 +87,15 @@ describe('qr-art generate', () => {
     expect(workflow.code).toBe(2);
     expect(workflow.err).toContain('--workflow');
     await expect(readdir(out)).rejects.toThrow();
+  });
+
+  it('an --out it cannot write is refused (exit 2) before the models load and the generation runs', async () => {
+    const file = path.join(dir, 'a-file');
+    await writeFile(file, 'not a folder');
+    // A manifest that does not exist: reaching the models would be exit 1 naming it.
+    const result = await run(['--prompt', 'x', '--qr-content', 'y', '--manifest', path.join(dir, 'nope.json'), '--out', path.join(file, 'images')]);
+    expect(result.code).toBe(2);
+    expect(result.err.trim()).toBe(`--out: cannot write to ${path.join(file, 'images')} (ENOTDIR)`);
   });
 
   it('a missing manifest is a failure (exit 1) that names the file', async () => {

@@ -53,6 +53,8 @@ describe('qr-art qr render', () => {
     const help = await run(['-h']);
     expect(help.code).toBe(0);
     expect(help.out).toContain('--content TEXT');
+    // Asked of `qr` itself, as `keys -h` and `models -h` are.
+    for (const asked of ['-h', '--help', 'help']) expect((await captureOutput(() => qrCommand([asked]))).code).toBe(0);
     const missingDir = path.join(dir, 'no-such-dir', 'x.png');
     const result = await run(['--content', 'hello', '--out', missingDir]);
     expect(result.code).toBe(2);
