@@ -276,22 +276,30 @@ function moduleFitProblem(entry: QrV5Entry, raw: Record<string, unknown>, canvas
   }
 }
 
+/**
+ * The rules that involve several outpainting fields, each checked when the fields it reads
+ * passed their own checks (a bad image_width does not hide all-zero paddings).
+ */
 function outpaintingIssues(entry: OutpaintingEntry, raw: Record<string, unknown>, invalid: Set<string>): ValidationIssue[] {
-  const keys = ['image_width', 'image_height', 'padding_left', 'padding_right', 'padding_top', 'padding_bottom'] as const;
-  if (keys.some((k) => invalid.has(k) || typeof raw[k] !== 'number')) return [];
-  const v = Object.fromEntries(keys.map((k) => [k, raw[k] as number])) as Record<(typeof keys)[number], number>;
+  type Key = 'image_width' | 'image_height' | 'padding_left' | 'padding_right' | 'padding_top' | 'padding_bottom';
+  const valid = (...keys: Key[]): boolean => keys.every((k) => !invalid.has(k) && typeof raw[k] === 'number');
+  const v = (k: Key): number => raw[k] as number;
   const issues: ValidationIssue[] = [];
-  if (v.padding_left + v.padding_right + v.padding_top + v.padding_bottom <= 0) {
+  if (valid('padding_left', 'padding_right', 'padding_top', 'padding_bottom') && v('padding_left') + v('padding_right') + v('padding_top') + v('padding_bottom') <= 0) {
     issues.push({ field: '', rule: 'min_total', message: 'at least one of padding_left, padding_right, padding_top, padding_bottom must be greater than 0' });
   }
-  const width = v.image_width + v.padding_left + v.padding_right;
-  const height = v.image_height + v.padding_top + v.padding_bottom;
+  const width = valid('image_width', 'padding_left', 'padding_right') ? v('image_width') + v('padding_left') + v('padding_right') : undefined;
+  const height = valid('image_height', 'padding_top', 'padding_bottom') ? v('image_height') + v('padding_top') + v('padding_bottom') : undefined;
   const { maxSide, maxArea } = entry.params.canvas;
-  if (width > maxSide || height > maxSide || width * height > maxArea) {
+  const tooWide = width !== undefined && width > maxSide;
+  const tooHigh = height !== undefined && height > maxSide;
+  const tooLarge = width !== undefined && height !== undefined && width * height > maxArea;
+  if (tooWide || tooHigh || tooLarge) {
+    const size = `${width ?? '?'}x${height ?? '?'}`;
     issues.push({
       field: '',
       rule: 'canvas_bounds',
-      message: `the outpainted canvas would be ${width}x${height}; each side must be at most ${maxSide} pixels and the area at most ${maxArea} pixels`,
+      message: `the outpainted canvas would be ${size}; each side must be at most ${maxSide} pixels and the area at most ${maxArea} pixels`,
     });
   }
   return issues;

@@ -68,6 +68,17 @@ describe('outpainting', () => {
     expectIssue(parse({ ...tall, padding_top: 1792, padding_bottom: 1 }), '', 'canvas_bounds');
   });
 
+  it('reports a rule over several fields beside a bad field it does not read (all problems at once)', () => {
+    const zeroPaddings = { ...minimalBody(OP), padding_left: 0, padding_right: 0, padding_top: 0, padding_bottom: 0, image_width: 10 };
+    const both = parse(zeroPaddings);
+    expectIssue(both, 'image_width', 'min');
+    expectIssue(both, '', 'min_total');
+    const wide = { ...minimalBody(OP), image_width: 2048, padding_left: 2048, padding_right: 2048, padding_top: 0, padding_bottom: 0, image_height: 'x' };
+    const wideAndBad = parse(wide);
+    expectIssue(wideAndBad, 'image_height', 'type');
+    expect(expectIssue(wideAndBad, '', 'canvas_bounds').message).toContain('6144x?');
+  });
+
   it('bounds the canvas area to 3456 x 2592, the largest output size', () => {
     const base = { ...minimalBody(OP), image_width: 2048, image_height: 2048, padding_right: 0, padding_bottom: 0 };
     expectOk(parse({ ...base, padding_left: 1408, padding_top: 544 })); // exactly 3456 x 2592
