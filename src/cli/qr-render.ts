@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 import { encodePng } from '../image/decode.ts';
 import { bodyFromFlags, flagMessages, type BodyFlag } from './body-flags.ts';
 import { renderControlImage } from '../qr/control-image.ts';
-import { scanCheck } from '../qr/scan.ts';
+import { ensureScannable } from '../qr/guarantee.ts';
+import { scanSummary } from './scan-summary.ts';
 import { QR_CODE_PATTERNS, V5_MODELS } from '../workflows/catalogue.ts';
 import { controlPlanFor } from '../workflows/control.ts';
 import { ASPECT_RATIOS, RESOLUTIONS } from '../workflows/sizes.ts';
@@ -13,7 +14,9 @@ const USAGE = `qr-art qr render --content TEXT [options]
 
 Writes the control image a v5 generation would be conditioned on: the code for TEXT in the
 pattern, size and place given, so a layout can be previewed before paying for a generation.
-The options are the v5 body's fields and are checked by the same rules as the API.
+The options are the v5 body's fields and are checked by the same rules as the API. It says
+whether the plain code passes the verdict a job gives its images (isScanables: the scan check
+and the family of simulated phone captures); exit 3 when it does not, for then no art on it can.
 
   --content TEXT         qrContent (a link, text, tel:..., mailto:...)          required
   --pattern NAME         qrCodePartern: ${QR_CODE_PATTERNS.join(' ')}
@@ -79,7 +82,9 @@ export async function qrCommand(argv: string[]): Promise<number> {
     console.error(`--out: cannot write ${values.out}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     return 2;
   }
-  const verdict = await scanCheck(control.image, plan.content, { codeSide: control.layout.codePixels });
+  // The verdict a job gives its images (isScanables): the scan check and the capture family.
+  const geometry = { matrix: control.matrix, layout: control.layout, control: control.image };
+  const verdict = await ensureScannable(control.image, plan.content, geometry, 'off', { codeSide: control.layout.codePixels });
   const summary = {
     out: values.out,
     width: plan.canvas.width,
@@ -91,13 +96,14 @@ export async function qrCommand(argv: string[]): Promise<number> {
     moduleSize: control.layout.moduleSize,
     square: control.layout.placement,
     scannable: verdict.scannable,
+    scanRobustness: verdict.robustness,
   };
   if (values.json) console.log(JSON.stringify(summary));
   else {
     console.log(
       `${summary.out}: ${summary.width}x${summary.height}, pattern ${summary.pattern} on ${summary.background}, version ${summary.version} ` +
         `(${summary.modules} modules of ${summary.moduleSize} px) in the ${summary.square.side} px square at (${summary.square.x}, ${summary.square.y}); ` +
-        `scans: ${summary.scannable ? 'yes' : 'no'}`,
+        scanSummary(summary.scannable, summary.scanRobustness),
     );
   }
   return summary.scannable ? 0 : 3;

@@ -21,12 +21,22 @@ describe('qr-art qr render', () => {
     const result = await run(['--content', 'tel:+15551234567', '--pattern', 'r2', '--aspect-ratio', '16:9', '--qr-ratio', '0.5', '--qr-x', '10', '--qr-y', '20', '--out', file, '--json']);
     expect(result.code).toBe(0);
     const summary = JSON.parse(result.out);
-    expect(summary).toMatchObject({ width: 1024, height: 576, pattern: 'r2', background: 'gray', scannable: true, square: { x: 10, y: 20, side: 288 } });
+    expect(summary).toMatchObject({ width: 1024, height: 576, pattern: 'r2', background: 'gray', scannable: true, scanRobustness: 1, square: { x: 10, y: 20, side: 288 } });
     const { data, info } = await sharp(file).raw().toBuffer({ resolveWithObject: true });
     expect(info).toMatchObject({ width: 1024, height: 576 });
     expect(await zbarDecode({ data, width: info.width, height: info.height, channels: info.channels as 1 })).toEqual(['tel:+15551234567']);
     expect(data[0]).toBe(0x80); // gray outside the square for the universal model
   });
+
+  it('judges the layout by the verdict a job gives (capture family included): content too long for it exits 3', async () => {
+    // One read of the plain image succeeds (the scan check alone said yes); the captures' decoders do not all.
+    const long = `https://example.com/${'a'.repeat(420)}`;
+    const result = await run(['--content', long, '--out', path.join(dir, 'long.png'), '--json']);
+    expect(result.code).toBe(3);
+    expect(JSON.parse(result.out)).toMatchObject({ version: 23, scannable: false });
+    const text = await run(['--content', long, '--out', path.join(dir, 'long.png')]);
+    expect(text.out).toContain('scannable: no');
+  }, 60_000);
 
   it('uses a white background for the real model', async () => {
     const file = path.join(dir, 'real.png');
