@@ -21,3 +21,10 @@ export function rawImage(data: Uint8Array, width: number, height: number, channe
   }
   return { data, width, height, channels };
 }
+
+/** The negative of an opaque image (every channel v -> 255 - v); alpha, when there is one, kept. */
+export function invertImage(image: RawImage): RawImage {
+  const data = new Uint8Array(image.data.length);
+  for (let i = 0; i < data.length; i++) data[i] = image.channels === 4 && i % 4 === 3 ? image.data[i]! : 255 - image.data[i]!;
+  return rawImage(data, image.width, image.height, image.channels);
+}

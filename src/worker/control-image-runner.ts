@@ -1,7 +1,7 @@
 import type { OutboundPolicy } from '../net/safe-url.ts';
 import { decodeImage, encodePng, isImageDecodeError, resizeImage } from '../image/decode.ts';
 import { DEFAULT_IMAGE_FETCH_LIMITS, fetchImage, isImageFetchError, type ImageFetchLimits } from '../image/fetch.ts';
-import type { RawImage } from '../image/raw.ts';
+import { invertImage, type RawImage } from '../image/raw.ts';
 import { placeByArea, upscaleNearest } from '../image/resample.ts';
 import { placeClientCode, type ClientCodePlacement } from '../qr/client-layout.ts';
 import { renderControlImage } from '../qr/control-image.ts';
@@ -135,9 +135,16 @@ export async function clientControlImage(
     if (isImageFetchError(error) || isImageDecodeError(error)) throw new JobInputError(`qrImage ${error.message}`, 'invalid_qr_image', isImageFetchError(error) && error.transient);
     throw error;
   }
-  const decoded = await decodeAny(client);
+  let decoded = await decodeAny(client);
   if (!decoded) {
-    throw new JobInputError('qrImage is not a readable QR code: no decoder found a code in it; send a sharp black-and-white QR code image', 'unreadable_qr_image');
+    // A light-on-dark code, which phones read: turned dark-on-light, the way the ControlNet and
+    // the scan check expect codes (the content is the same).
+    const negative = invertImage(client);
+    decoded = await decodeAny(negative);
+    if (decoded) client = negative;
+  }
+  if (!decoded) {
+    throw new JobInputError('qrImage is not a readable QR code: no decoder found a code in it (dark on light or light on dark); send a sharp QR code image', 'unreadable_qr_image');
   }
   // Which one the art should carry cannot be told, and a phone may read either: the scan check
   // would judge every image of it unscannable. The ladder stops at its first read, made with the

@@ -108,6 +108,15 @@ describe('QR Art v1-v3b: the client brings the code as an image URL', () => {
     expect(await zbarDecode({ data, width: info.width, height: info.height, channels: info.channels as 3 })).toEqual([CODE_TEXT]);
   });
 
+  it('reads a light-on-dark code in qrImage and draws it dark on light, as the ControlNet expects', async () => {
+    const { done } = await run(`${images.url}/inverted.png`);
+    expect(done).toMatchObject({ status: 'executed', isScanables: [true] });
+    const png = Buffer.from(await (await fetch(`${stack.baseUrl}${new URL(done.output.images[0]).pathname}`)).arrayBuffer());
+    const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+    // ZBar (which reads only dark-on-light here) reads the client's content.
+    expect(await zbarDecode({ data, width: info.width, height: info.height, channels: info.channels as 3 })).toEqual([CODE_TEXT]);
+  });
+
   it.each([
     ['an image with no QR code in it', '/noise.png', 'unreadable_qr_image', 'not a readable QR code'],
     ['a text file named .png', '/notes.png', 'invalid_qr_image', 'is not a PNG, JPEG, WebP or GIF image'],
@@ -148,7 +157,8 @@ async function serveImages(): Promise<FileServer> {
     .composite([{ input: large, left: 0, top: 0 }, { input: corner, left: 1024 - cornerSide, top: 1024 - cornerSide }])
     .png()
     .toBuffer();
-  const files = { '/code.png': code, '/two-codes.png': twoCodes, '/code-and-small-code.png': codeAndSmallCode, '/noise.png': noise, '/notes.png': Buffer.from('just some text, not an image\n'), '/bomb.png': pngHeaderOnly(50_000, 50_000) };
+  const inverted = await sharp(code).negate({ alpha: false }).png().toBuffer();
+  const files = { '/code.png': code, '/inverted.png': inverted, '/two-codes.png': twoCodes, '/code-and-small-code.png': codeAndSmallCode, '/noise.png': noise, '/notes.png': Buffer.from('just some text, not an image\n'), '/bomb.png': pngHeaderOnly(50_000, 50_000) };
   return serveFiles(files, (req, res) => {
     if (req.url !== '/slow.png') return false;
     res.writeHead(200, { 'content-type': 'image/png' });
