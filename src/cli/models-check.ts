@@ -9,6 +9,7 @@
  * graph with the time its step took inside ONNX Runtime. A manifest the worker would refuse
  * prints the start-up error (which names the matched row's fix) and exits 1.
  */
+import { loadConfig } from '../config.ts';
 import { pino } from 'pino';
 import { matchContracts, type ExportContract } from '../models/contracts/index.ts';
 import { readGraphFacts, readTokenizerFacts } from '../models/graph-facts.ts';
@@ -150,28 +151,42 @@ export function formatCheck(result: CheckResult): string {
   return `${table}${ties}\nrefused: the worker would not start on this manifest:\n${result.error}`;
 }
 
-export const CHECK_USAGE = `qr-art models check --manifest FILE [--provider cpu|cuda|webgpu]
+export const CHECK_USAGE = `qr-art models check --manifest FILE [--provider cpu|cuda|webgpu] [--device-id N]
 
 Loads every graph of every model in the manifest on the provider (as a worker would), runs one
 tiny step through each role, and prints per graph the export-matrix row it matched
-(docs/models.md §5) and the step's time. Exits 1 when the worker would refuse the manifest.`;
+(docs/models.md §5) and the step's time. Exits 1 when the worker would refuse the manifest.
+The CUDA device is --device-id, else CUDA_DEVICE_ID, else 0 (the one a worker with the same
+environment uses); INFERENCE_THREADS bounds the CPU threads as for a worker.`;
 
 /** The `check` subcommand: exit 0 when every graph loads and runs, 1 when refused, 2 on bad flags. */
 export async function modelsCheckCommand(argv: string[]): Promise<number> {
   const { parseArgs } = await import('node:util');
-  const { values } = parseArgs({ args: argv, options: { manifest: { type: 'string' }, provider: { type: 'string', default: 'cpu' }, help: { type: 'boolean', short: 'h', default: false } } });
+  const { values } = parseArgs({
+    args: argv,
+    options: { manifest: { type: 'string' }, provider: { type: 'string', default: 'cpu' }, 'device-id': { type: 'string' }, help: { type: 'boolean', short: 'h', default: false } },
+  });
   if (values.help) {
     console.log(CHECK_USAGE);
     return 0;
   }
   const provider = values.provider!;
-  if (!values.manifest || !['cpu', 'cuda', 'webgpu'].includes(provider)) {
-    console.error(`${values.manifest ? `--provider must be cpu, cuda or webgpu, got '${provider}'` : '--manifest is required'}\n\n${CHECK_USAGE}`);
+  const config = loadConfig();
+  const deviceFlag = values['device-id'];
+  const deviceId = deviceFlag === undefined ? config.CUDA_DEVICE_ID : /^\d+$/.test(deviceFlag) ? Number(deviceFlag) : undefined;
+  const problems = [
+    ...(values.manifest ? [] : ['--manifest is required']),
+    ...(['cpu', 'cuda', 'webgpu'].includes(provider) ? [] : [`--provider must be cpu, cuda or webgpu, got '${provider}'`]),
+    ...(deviceId === undefined ? [`--device-id must be a whole number, got '${deviceFlag}'`] : []),
+  ];
+  if (problems.length > 0) {
+    console.error(`${problems.join('\n')}\n\n${CHECK_USAGE}`);
     return 2;
   }
+  const executionProvider: ExecutionProvider = provider === 'cuda' ? { provider: 'cuda', deviceId: deviceId! } : ({ provider } as ExecutionProvider);
   let result: CheckResult;
   try {
-    result = await checkManifest(values.manifest, { provider } as ExecutionProvider);
+    result = await checkManifest(values.manifest!, executionProvider, config.INFERENCE_THREADS);
   } catch (err) {
     console.error((err as Error).message);
     return 1;

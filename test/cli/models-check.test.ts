@@ -50,9 +50,12 @@ describe('qr-art models check', () => {
     expect(stderr).toContain('docs/models.md §2.2');
   }, 60_000);
 
-  it('asks for --manifest and a known provider (exit 2)', async () => {
+  it('asks for --manifest, a known provider and a whole --device-id (exit 2)', async () => {
     expect((await cli()).code).toBe(2);
     expect((await cli('--manifest', MANIFEST, '--provider', 'tpu')).code).toBe(2);
+    const device = await cli('--manifest', MANIFEST, '--provider', 'cuda', '--device-id', 'first');
+    expect(device.code).toBe(2);
+    expect(device.stderr).toContain("--device-id must be a whole number, got 'first'");
   });
 });
 
