@@ -151,16 +151,37 @@ async function qrOnlyScanner(): Promise<ZBarScanner> {
 /**
  * ZBar's texts (ZBar's C decoder, compiled to wasm by @undecaf/zbar-wasm; the .wasm is read from
  * node_modules). ZBar reads luminance: the image goes in as a grey buffer, copied because ZBar's
- * wrapper takes an ArrayBuffer of exactly width x height bytes. Texts are ZBar's UTF-8.
+ * wrapper takes an ArrayBuffer of exactly width x height bytes. Texts: zbarText.
  */
 export async function zbarDecode(luma: LumaImage): Promise<string[]> {
   const gray = luma.data.slice().buffer as ArrayBuffer;
   const scanner = await qrOnlyScanner();
   try {
     const symbols = await scanGrayBuffer(gray, luma.width, luma.height, scanner);
-    return symbols.filter((s) => s.type === ZBarSymbolType.ZBAR_QRCODE).map((s) => s.decode());
+    return symbols.filter((s) => s.type === ZBarSymbolType.ZBAR_QRCODE).map((s) => zbarText(new Uint8Array(s.data.buffer, s.data.byteOffset, s.data.byteLength)));
   } finally {
     scanner.destroy();
+  }
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const SHIFT_JIS = new TextDecoder('shift_jis', { fatal: true });
+
+/**
+ * The text of ZBar's bytes. In binary mode ZBar hands the segments' bytes over as they are: UTF-8
+ * for what our encoder and nearly every other writes, but Shift JIS for a Kanji-mode segment
+ * (Japanese generators' codes), which ZXing and phones turn into text. Bytes that are not UTF-8
+ * and are Shift JIS are read so; anything else as UTF-8 with replacement characters, as before.
+ */
+export function zbarText(bytes: Uint8Array): string {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    try {
+      return SHIFT_JIS.decode(bytes);
+    } catch {
+      return new TextDecoder('utf-8').decode(bytes);
+    }
   }
 }
 

@@ -10,13 +10,15 @@
  * graphs' art), written as a luminance PNG.
  */
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import QRCode from 'qrcode';
 import { scanGrayBuffer, ZBarConfigType, ZBarScanner, ZBarSymbolType } from '@undecaf/zbar-wasm';
 import { describe, expect, it } from 'vitest';
 import { decodeImage } from '../../src/image/decode.ts';
 import { toLuma, type LumaImage } from '../../src/image/luma.ts';
 import { rawImage } from '../../src/image/raw.ts';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
-import { zbarDecode } from '../../src/qr/decoders.ts';
+import { zbarDecode, zbarText, zxingDecode } from '../../src/qr/decoders.ts';
 import { encodeQr } from '../../src/qr/encode.ts';
 import { familyVerdict } from '../../src/qr/robustness.ts';
 import { zbarDecode as refereeZbar } from '../helpers/independent-decoders.ts';
@@ -45,6 +47,18 @@ describe("ZBar in the verdict reads the code's bytes as UTF-8", () => {
     const luma = rawImage(data, side, side, 1) as LumaImage;
     expect(await zbarDecode(luma)).toEqual([content]);
     expect(await refereeZbar(luma)).toEqual([content]);
+  });
+
+  it('reads a Kanji-mode code (Shift JIS bytes, as Japanese generators write) as ZXing does; bytes neither UTF-8 nor Shift JIS as before', async () => {
+    const toSJIS = createRequire(import.meta.url)('qrcode/helper/to-sjis') as (c: string) => number;
+    for (const text of ['日本語', '漢字とかな']) {
+      const png = await QRCode.toBuffer(text, { toSJISFunc: toSJIS, errorCorrectionLevel: 'M', scale: 6 });
+      const luma = toLuma(await decodeImage(png, { maxPixels: 1 << 20, channels: 3 }));
+      expect(await zbarDecode(luma)).toEqual([text]);
+      expect(await zxingDecode(luma)).toEqual([text]);
+    }
+    // Latin-1 without an ECI, ending in a lead byte: what every decoder gives, replacement character included.
+    expect(zbarText(new Uint8Array([0x63, 0x61, 0x66, 0xe9]))).toBe('caf\uFFFD');
   });
 
   it('a plain control image of a non-ASCII content passes the family verdict', async () => {
