@@ -8,6 +8,7 @@
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
+import { cropImage } from '../image/canvas.ts';
 import { rawImage, type RawImage } from '../image/raw.ts';
 import type { NsfwPreprocess } from './nsfw-manifest.ts';
 
@@ -104,6 +105,30 @@ export async function loadPreprocess(dir: string, fromManifest: NsfwPreprocess |
     throw new Error(`${file}: not valid JSON (${(err as Error).message})`);
   }
   return preprocessFromConfig(json as Record<string, unknown>, file);
+}
+
+/**
+ * What the checker must see of `image` to see all of it. A cover resize keeps the centre crop
+ * alone, so a 16:9 output would be checked on its middle 56%: such an image is checked as
+ * windows of the crop's aspect along its long side, spread evenly from one end to the other
+ * (overlapping), each flagged on its own. A stretch resize sees everything: the image itself.
+ */
+export function checkerViews(image: RawImage, p: ImagePreprocess): RawImage[] {
+  if (p.resize.kind === 'stretch') return [image];
+  const aspect = p.resize.width / p.resize.height;
+  const wide = image.width / image.height > aspect;
+  const window = wide
+    ? { width: Math.min(image.width, Math.round(image.height * aspect)), height: image.height }
+    : { width: image.width, height: Math.min(image.height, Math.round(image.width / aspect)) };
+  const long = wide ? image.width : image.height;
+  const side = wide ? window.width : window.height;
+  // Within a pixel or two of the crop's aspect: the centre crop is the whole image.
+  if (long - side <= 2) return [image];
+  const count = Math.ceil(long / side);
+  return Array.from({ length: count }, (_, i) => {
+    const at = Math.round((i * (long - side)) / (count - 1));
+    return cropImage(image, wide ? { x: at, y: 0, ...window } : { x: 0, y: at, ...window });
+  });
 }
 
 /** Resized (and cropped) as `p` says, RGB. */

@@ -15,7 +15,7 @@ import type { GraphRole } from './manifest.ts';
 import { loadNsfwClassifier, classifierFlags, type NsfwClassifier } from './nsfw-classifier.ts';
 import { contentFilterFlags, type ContentFilter } from './nsfw-content-filter.ts';
 import type { NsfwSpec } from './nsfw-manifest.ts';
-import { CLIP_PREPROCESS, loadPreprocess, resizeForChecker } from './nsfw-preprocess.ts';
+import { checkerViews, CLIP_PREPROCESS, loadPreprocess, resizeForChecker } from './nsfw-preprocess.ts';
 import { safetyCheckerFlags } from './nsfw-safety-checker.ts';
 
 export { CLIP_MEAN, CLIP_SIZE, CLIP_STD } from './nsfw-preprocess.ts';
@@ -63,9 +63,20 @@ export async function loadNsfwChecker(
   }
 }
 
-/** One boolean per image: true when the checker flags it. */
+/**
+ * One boolean per image: true when the checker flags it, or any of the windows a non-square image
+ * is checked as (checkerViews: a cover-resizing checker would see only its centre).
+ */
 export async function detectNsfw(images: readonly RawImage[], c: NsfwChecker): Promise<boolean[]> {
   if (images.length === 0) return [];
+  const preprocess = c.kind === 'safety_checker' ? CLIP_PREPROCESS : c.preprocess;
+  const views = images.map((image) => checkerViews(image, preprocess));
+  const flags = await flagsOf(views.flat(), c);
+  let next = 0;
+  return views.map((of) => flags.slice(next, (next += of.length)).some(Boolean));
+}
+
+function flagsOf(images: readonly RawImage[], c: NsfwChecker): Promise<boolean[]> {
   switch (c.kind) {
     case 'safety_checker':
       return safetyCheckerFlags(images, c.graph);

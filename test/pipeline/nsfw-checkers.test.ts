@@ -19,7 +19,7 @@ import { matchContracts } from '../../src/models/contracts/index.ts';
 import { readGraphFacts } from '../../src/models/graph-facts.ts';
 import { loadManifest } from '../../src/pipeline/manifest.ts';
 import { detectNsfw } from '../../src/pipeline/nsfw.ts';
-import { preprocessFromConfig } from '../../src/pipeline/nsfw-preprocess.ts';
+import { checkerViews, CLIP_PREPROCESS, preprocessFromConfig } from '../../src/pipeline/nsfw-preprocess.ts';
 import { outpaint } from '../../src/pipeline/outpaint.ts';
 import { createSessions, type PipelineSessions } from '../../src/pipeline/sessions.ts';
 import { generate, type Txt2ImgRequest } from '../../src/pipeline/txt2img.ts';
@@ -93,6 +93,41 @@ describe.each([
       await sessions.release();
     }
   }, 60_000);
+});
+
+describe('a checker that crops the centre (the safety checker) sees all of a non-square image', () => {
+  const paint = (width: number, height: number, magenta: (x: number, y: number) => boolean): RawImage => {
+    const data = new Uint8Array(width * height * 3);
+    for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) data.set(magenta(x, y) ? [255, 0, 255] : [128, 128, 128], (y * width + x) * 3);
+    return rawImage(data, width, height, 3);
+  };
+
+  it('checks windows along the long side, end to end: what lies outside the centre crop is flagged too', async () => {
+    // The demo checker flags a view whose mean colour is near magenta; the centre crop of each of
+    // these is not (it is about 61% magenta), the window at the magenta end is.
+    const sessions = await open('models/manifest.json');
+    try {
+      const nsfw = sessions.forWorkflow('generate_qr_art_v5', 'universal').model.nsfw!;
+      expect(nsfw.kind).toBe('safety_checker');
+      const wide = paint(1024, 576, (x) => x < 576);
+      const tall = paint(576, 1024, (_x, y) => y >= 448);
+      expect(await detectNsfw([wide, tall, paint(1024, 576, () => false), paint(768, 768, () => true)], nsfw)).toEqual([true, true, false, true]);
+    } finally {
+      await sessions.release();
+    }
+  }, 60_000);
+
+  it('windows of the crop aspect cover the image, overlapping; a stretching checker sees the image as it is', () => {
+    const views = checkerViews(paint(3840, 2160, () => false), CLIP_PREPROCESS);
+    expect(views.map((v) => [v.width, v.height])).toEqual([
+      [2160, 2160],
+      [2160, 2160],
+    ]);
+    expect(checkerViews(paint(1024, 1024, () => false), CLIP_PREPROCESS)).toHaveLength(1);
+    expect(checkerViews(paint(432, 768, () => false), CLIP_PREPROCESS)).toHaveLength(2);
+    const stretch = { ...CLIP_PREPROCESS, resize: { kind: 'stretch' as const, width: 224, height: 224 } };
+    expect(checkerViews(paint(1024, 576, () => false), stretch)).toHaveLength(1);
+  });
 });
 
 describe('classifier labels and preprocessing', () => {
