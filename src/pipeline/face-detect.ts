@@ -58,7 +58,14 @@ export async function detectFaces(image: RawImage, detector: GraphSession, setti
     if (!(score > settings.scoreThreshold)) continue;
     found.push({ x1: boxes[i * 4]! * image.width, y1: boxes[i * 4 + 1]! * image.height, x2: boxes[i * 4 + 2]! * image.width, y2: boxes[i * 4 + 3]! * image.height, score });
   }
-  return hardNms(found, settings.iouThreshold).slice(0, settings.maxFaces);
+  // maxFaces keeps the largest faces (the manifest's promise), not the most certain: a foreground
+  // face scored a little lower must not give way to small faces in the background.
+  const area = (b: FaceBox): number => (b.x2 - b.x1) * (b.y2 - b.y1);
+  return hardNms(found, settings.iouThreshold)
+    .map((box, i) => ({ box, i }))
+    .sort((a, b) => area(b.box) - area(a.box) || a.i - b.i)
+    .slice(0, settings.maxFaces)
+    .map(({ box }) => box);
 }
 
 /** Greedy NMS: the best box stays, every box overlapping it by more than `iou` goes; repeat. Ties keep prior order. */

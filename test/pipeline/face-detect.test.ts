@@ -55,11 +55,35 @@ describe('detectFaces', () => {
     for (const face of faces) expectMatches(nearest(boxes, face), face);
   });
 
-  it('keeps at most maxFaces, best first', async () => {
-    const faces: PatternFace[] = [{ cx: 60, cy: 60, d: 50 }, { cx: 200, cy: 60, d: 50 }, { cx: 130, cy: 190, d: 50 }];
+  it('keeps at most maxFaces, the largest, largest first', async () => {
+    const faces: PatternFace[] = [
+      { cx: 250, cy: 55, d: 40 },
+      { cx: 70, cy: 120, d: 90 },
+      { cx: 245, cy: 180, d: 56 },
+    ];
     const boxes = await detectFaces(facePattern(320, 240, faces), detector, { ...SETTINGS, maxFaces: 2 });
     expect(boxes).toHaveLength(2);
-    expect(boxes[0]!.score).toBeGreaterThanOrEqual(boxes[1]!.score);
+    expectMatches(boxes[0]!, faces[1]!);
+    expectMatches(boxes[1]!, faces[2]!);
+  });
+
+  it('keeps a large face scored lower over smaller faces scored higher (maxFaces is by size)', async () => {
+    // A detector's answer, as UltraFace gives it: one 0.5 x 0.7 face at 0.80, four small ones at 0.92-0.95.
+    const boxes = [[0.1, 0.1, 0.6, 0.8], [0.7, 0.05, 0.75, 0.1], [0.8, 0.05, 0.85, 0.1], [0.7, 0.8, 0.75, 0.85], [0.8, 0.8, 0.85, 0.85]];
+    const scores = [0.8, 0.95, 0.94, 0.93, 0.92];
+    const answering = {
+      path: 'answering.onnx',
+      input: () => ({ shape: [1, 3, 240, 320] }),
+      floatType: () => 'float32',
+      run: async () => ({
+        scores: new ort.Tensor('float32', Float32Array.from(scores.flatMap((p) => [1 - p, p])), [1, 5, 2]),
+        boxes: new ort.Tensor('float32', Float32Array.from(boxes.flat()), [1, 5, 4]),
+      }),
+    } as unknown as GraphSession;
+    const found = await detectFaces(toRgb(facePattern(400, 300, [])), answering, SETTINGS);
+    expect(found).toHaveLength(4);
+    expect(found[0]!.score).toBeCloseTo(0.8, 5);
+    expect(found[0]!.x2 - found[0]!.x1).toBeCloseTo(200, 3);
   });
 
   it('finds nothing on a plain image, a plain skin-toned one, eyeless skin discs or a QR code', async () => {
