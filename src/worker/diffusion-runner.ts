@@ -108,7 +108,8 @@ export function settingsFor(manifest: ManifestData, workflow: QrWorkflowName, in
       prompt: str(input.prompt) ?? '',
       ...(str(input.preset) ? { preset: str(input.preset) as PresetName } : {}),
       batchSize: imageCount,
-      steps: sampled.steps,
+      // An LCM sampler (a manifest may give v5 one) takes at most its originalInferenceSteps.
+      steps: Math.min(sampled.steps, maxSteps(resolved.scheduler, resolved.schedulerConfig)),
       guidance: sampled.cfg,
       controlScale: num(input.qrStrength) ?? entry.params.qrStrength.default,
       enhanceFace: input.enhance === 'face',
@@ -119,7 +120,7 @@ export function settingsFor(manifest: ManifestData, workflow: QrWorkflowName, in
     prompt: str(input.qrText) ?? '',
     batchSize: entry.family === 'qr-image' ? 1 : imageCount,
     // v4s accepts qrSteps up to 60 (spec) and runs LCM, which takes at most its
-    // originalInferenceSteps (50 by default): more run as many as it takes.
+    // originalInferenceSteps (50 by default): more run as many as it takes (v5 likewise, above).
     steps: Math.min(num(input.qrSteps) ?? settings.steps, maxSteps(resolved.scheduler, resolved.schedulerConfig)),
     guidance: settings.guidance,
     controlScale: num(input.qrStrength) ?? entry.params.qrStrength.default,

@@ -321,6 +321,18 @@ describe('settingsFor: manifest defaults, overridden by the request', () => {
     expect(settings({ workflow: 'generate_qr_art_v5s', prompt: 'p', qrContent: 'c', seed: 1 })).toMatchObject({ scheduler: 'lcm', steps: 8, guidance: 1, v5Model: 'universal' });
   });
 
+  it('steps past what an LCM sampler takes run as many as it takes, on v5 as on v4s', () => {
+    const manifest = structuredClone(client.manifest);
+    const v5 = manifest.workflows.generate_qr_art_v5 as Record<string, { scheduler: string }>;
+    v5.universal = { ...v5.universal!, scheduler: 'lcm' };
+    const at60 = (workflow: string, body: Record<string, unknown>) => {
+      const j = job({ workflow, qrContent: 'c', seed: 1, ...body });
+      return settingsFor(manifest, j.workflow as 'generate_qr_art_v5', j.input, j.imageCount);
+    };
+    expect(at60('generate_qr_art_v5', { prompt: 'p', steps: 60, model: 'universal' })).toMatchObject({ scheduler: 'lcm', steps: 50 });
+    expect(at60('generate_qr_art_v4s', { qrText: 'p', qrSteps: 60 })).toMatchObject({ scheduler: 'lcm', steps: 50 });
+  });
+
   it('v4: qrText is the prompt and the manifest gives the steps; v4s takes qrSteps; v1 is one image', () => {
     expect(settings({ workflow: 'generate_qr_art_v4', qrText: 'castle', qrContent: 'c', seed: 1, batchSize: 2 })).toMatchObject({ prompt: 'castle', steps: 30, guidance: 7.5, controlScale: 1.5, batchSize: 2 });
     expect(settings({ workflow: 'generate_qr_art_v4s', qrText: 'castle', qrContent: 'c', seed: 1, qrSteps: 12 })).toMatchObject({ steps: 12, scheduler: 'lcm' });
