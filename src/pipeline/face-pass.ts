@@ -122,9 +122,21 @@ export async function enhanceFaces(
 }
 
 async function faceText(request: Txt2ImgRequest, target: DiffusionModel): Promise<TextConditioning> {
+  const { prompt, negativePrompt } = facePrompts(request);
+  return encodePrompts(target.model, prompt, negativePrompt, request.guidance > 1);
+}
+
+/**
+ * The face pass's texts: its own words first, then the request's (with its preset's). CLIP reads
+ * 75 tokens; placed after a long prompt and a preset's words, the face words would be cut and the
+ * paid pass would run without them.
+ */
+export function facePrompts(request: Pick<Txt2ImgRequest, 'prompt' | 'negativePrompt' | 'preset'>): { prompt: string; negativePrompt: string } {
   const styled = applyPreset(request.preset, request.prompt, request.negativePrompt ?? '');
-  const negative = [styled.negativePrompt, FACE.negative].filter(Boolean).join(', ');
-  return encodePrompts(target.model, `${styled.prompt}, ${FACE.prompt}`, negative, request.guidance > 1);
+  return {
+    prompt: [FACE.prompt, styled.prompt].filter(Boolean).join(', '),
+    negativePrompt: [FACE.negative, styled.negativePrompt].filter(Boolean).join(', '),
+  };
 }
 
 function crop(image: RawImage, sq: Square): RawImage {

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toRgb } from '../../src/image/canvas.ts';
 import { rawImage, type RawImage } from '../../src/image/raw.ts';
-import { enhanceFaces, FACE, faceSquare, faceSteps, findFaceSquares, type Square } from '../../src/pipeline/face-pass.ts';
+import { enhanceFaces, FACE, facePrompts, faceSquare, faceSteps, findFaceSquares, type Square } from '../../src/pipeline/face-pass.ts';
 import type { DiffusionModel, PipelineSessions } from '../../src/pipeline/sessions.ts';
 import type { Txt2ImgRequest } from '../../src/pipeline/txt2img.ts';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
@@ -107,6 +107,15 @@ describe('the face pass', () => {
     expect(meanMove(edge)).toBeLessThan(meanMove(middle) / 2);
     const [again] = await enhanceFaces([portrait], [squares[0]!], request, target, { tick: () => undefined });
     expect(again!.data).toEqual(a.data);
+  });
+
+  it('puts its own words before a long prompt and a preset, where CLIP\'s 75 tokens still read them', async () => {
+    const long = `a castle, ${'tower, '.repeat(80)}at dusk`;
+    const texts = facePrompts({ prompt: long, negativePrompt: 'text', preset: 'cinematic' });
+    expect(texts.prompt.startsWith(`${FACE.prompt}, `)).toBe(true);
+    expect(texts.prompt).toContain('a castle');
+    expect(texts.negativePrompt.startsWith(`${FACE.negative}, `)).toBe(true);
+    expect(texts.negativePrompt).toContain('text');
   });
 
   it('runs no pass and counts no steps for a model without a face_detector graph', async () => {
