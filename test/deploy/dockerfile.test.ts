@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { containerOf } from './pods.ts';
-import { REPO_DIR, render } from './render.ts';
+import { noKubectlReason, REPO_DIR, render } from './render.ts';
 
 interface Instruction {
   keyword: string;
@@ -78,7 +78,7 @@ describe('Dockerfile (API image)', () => {
     expect(readFileSync(path.join(REPO_DIR, 'src/api/routes/playground.ts'), 'utf8')).toContain("path.resolve(here, '../playground')");
   });
 
-  it('runs `qr-art serve`, a command of the CLI, the same command the API Deployment runs', () => {
+  it.skipIf(!!noKubectlReason)('runs `qr-art serve`, a command of the CLI, the same command the API Deployment runs', () => {
     const [cmd] = last('Dockerfile', 'CMD');
     const command = JSON.parse(cmd!.args) as string[];
     expect(command).toEqual(['node', 'bin/qr-art.js', 'serve']);
@@ -103,7 +103,7 @@ describe('Dockerfile (API image)', () => {
     expect(installUtils).toMatch(/case 'skip':\s*return false;/);
   });
 
-  it('runs as the non-root uid the Deployment expects, exposing the ports it uses', () => {
+  it.skipIf(!!noKubectlReason)('runs as the non-root uid the Deployment expects, exposing the ports it uses', () => {
     const [user] = last('Dockerfile', 'USER');
     expect(user!.args).toBe('10001:10001');
     const { deployment, container } = containerOf(render('base'), 'qr-art-api');

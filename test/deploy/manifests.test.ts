@@ -11,7 +11,7 @@ import { ConfigSchema, loadConfig } from '../../src/config.ts';
 import { NATS_CONNECT_TIMEOUT_MS } from '../../src/queue/connection.ts';
 import { CONSUMERS, STREAMS } from '../../src/queue/subjects.ts';
 import { containerOf, environment, plain, podTemplates, portNumber, type EnvFromSecret } from './pods.ts';
-import { DEPLOY_DIR, find, readObjects, render, selects, type K8sObject } from './render.ts';
+import { DEPLOY_DIR, find, noKubectlReason, readObjects, render, selects, type K8sObject } from './render.ts';
 import { validateObject } from './schemas.ts';
 
 const OVERLAYS = readdirSync(path.join(DEPLOY_DIR, 'overlays')).map((name) => `overlays/${name}`);
@@ -30,7 +30,7 @@ const OTHER_VARIABLES: Record<string, string> = {
 /** Time the worker needs after its last job leaves the GPU: finishing, upload, NATS drain. */
 const DRAIN_MARGIN_S = 60;
 
-describe.each(TARGETS)('deploy/%s', (target) => {
+describe.skipIf(!!noKubectlReason).each(TARGETS)('deploy/%s', (target) => {
   const objects = (): K8sObject[] => render(target);
 
   it('renders, and every object matches the schema of its kind (a kind with none fails)', () => {
@@ -230,7 +230,7 @@ function expectLockedDown(deployment: K8sObject, container: any): void {
   expect(container.volumeMounts.map((m: { mountPath: string }) => m.mountPath)).toContain('/tmp');
 }
 
-describe('overlays', () => {
+describe.skipIf(!!noKubectlReason)('overlays', () => {
   it('production: namespace, image names and tags, GPU type, at least one warm worker', () => {
     const objects = render('overlays/production');
     expect(find(objects, 'Deployment', 'qr-art-api').metadata.namespace).toBe('qr-art');
@@ -273,7 +273,7 @@ describe('overlays', () => {
   });
 });
 
-describe('prerequisites', () => {
+describe.skipIf(!!noKubectlReason)('prerequisites', () => {
   it('the NATS chart values: 3 servers with JetStream on disk and the monitoring port KEDA reads', () => {
     const values = parse(readFileSync(path.join(DEPLOY_DIR, 'prerequisites/nats-values.yaml'), 'utf8'));
     expect(values.config.cluster).toMatchObject({ enabled: true, replicas: 3 });

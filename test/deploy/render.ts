@@ -8,6 +8,14 @@ import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
 export const KUBECTL = process.env.KUBECTL ?? 'kubectl';
+
+/** Why the tests that render deploy/ are skipped (no kubectl), or undefined when they can run. */
+export const noKubectlReason: string | undefined =
+  (spawnSync(KUBECTL, ['version', '--client'], { encoding: 'utf8' }).error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT'
+    ? `'${KUBECTL}' was not found: the deploy tests render deploy/ with \`kubectl kustomize\`; install kubectl (Debian: apt-get install kubernetes-client, as .ci/run does) or set KUBECTL to its path`
+    : undefined;
+
+if (noKubectlReason) console.warn(`[deploy tests skipped] ${noKubectlReason}`);
 export const DEPLOY_DIR = path.resolve(import.meta.dirname, '../../deploy');
 export const REPO_DIR = path.resolve(import.meta.dirname, '../..');
 
