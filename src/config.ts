@@ -115,8 +115,8 @@ export const ConfigSchema = z.object({
    * undoes another's setting; a new bucket keeps images for good.
    */
   IMAGE_RETENTION_HOURS: z.coerce.number().min(0).max(24 * 3650).optional(),
-  /** The nats-server binary `start` runs when NATS_URL is unset. */
-  NATS_SERVER_BIN: z.string().default('nats-server'),
+  /** The nats-server binary `start` runs when NATS_URL is unset; unset: nats-server on PATH, else Debian's /usr/sbin/nats-server. */
+  NATS_SERVER_BIN: z.string().optional(),
   /** NATS servers, comma separated; when unset, `start` runs a local nats-server. */
   NATS_URL: z
     .string()

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
@@ -23,6 +24,18 @@ export class NatsServerMissingError extends Error {
     );
   }
 }
+
+/**
+ * 'nats-server' from PATH, else Debian's package's path: it installs the binary in /usr/sbin,
+ * which a normal user's PATH leaves out (the quick start's `apt-get install -y nats-server`
+ * would otherwise be answered "not found, install nats-server").
+ */
+function defaultBinary(): string {
+  const onPath = (process.env.PATH ?? '').split(path.delimiter).some((dir) => dir !== '' && existsSync(path.join(dir, 'nats-server')));
+  return !onPath && existsSync(DEBIAN_BINARY) ? DEBIAN_BINARY : 'nats-server';
+}
+
+const DEBIAN_BINARY = '/usr/sbin/nats-server';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -59,7 +72,7 @@ export async function startLocalNats(
     lockStaleMs?: number;
   } = {},
 ): Promise<LocalNats> {
-  const binary = options.binary || process.env.NATS_SERVER_BIN || 'nats-server';
+  const binary = options.binary || process.env.NATS_SERVER_BIN || defaultBinary();
   const pickPort = options.pickPort ?? freePort;
   await mkdir(storeDir, { recursive: true });
   // nats-server does not lock its store: two servers on one directory would both write it.

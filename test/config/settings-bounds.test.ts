@@ -30,7 +30,7 @@ describe('settings bounds', () => {
   });
 
   it('reads NATS_SERVER_BIN with the rest: empty is unset, as for every setting', () => {
-    expect(loadConfig({ NATS_SERVER_BIN: '' }).NATS_SERVER_BIN).toBe('nats-server');
+    expect(loadConfig({ NATS_SERVER_BIN: '' }).NATS_SERVER_BIN).toBeUndefined();
     expect(loadConfig({ NATS_SERVER_BIN: '/opt/nats/nats-server' }).NATS_SERVER_BIN).toBe('/opt/nats/nats-server');
   });
 

@@ -52,6 +52,28 @@ describe('startLocalNats when a picked port is taken before the server binds it'
   });
 });
 
+describe.skipIf(!existsSync('/usr/sbin/nats-server'))("startLocalNats for a user whose PATH leaves out /usr/sbin (where Debian's package puts it)", () => {
+  it('finds /usr/sbin/nats-server and starts', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'qrart-local-nats-'));
+    const saved = process.env.PATH;
+    const savedBin = process.env.NATS_SERVER_BIN;
+    process.env.PATH = '/usr/local/bin:/usr/bin:/bin';
+    delete process.env.NATS_SERVER_BIN;
+    try {
+      const nats = await startLocalNats(path.join(dir, 'store'));
+      try {
+        expect((await fetch(`${nats.monitorUrl}/varz`)).ok).toBe(true);
+      } finally {
+        await nats.stop();
+      }
+    } finally {
+      process.env.PATH = saved;
+      if (savedBin !== undefined) process.env.NATS_SERVER_BIN = savedBin;
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('startLocalNats after the process that started a server on the store was killed', () => {
   let dir: string;
   beforeAll(async () => {
