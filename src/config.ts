@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { DEFAULT_EVENT_STREAMS_PER_KEY } from './api/errors.ts';
 import { DEFAULT_IMAGE_FETCH_LIMITS } from './image/fetch.ts';
 import { EXECUTION_PROVIDER_VALUES } from './pipeline/providers.ts';
+import type { TopologyOptions } from './queue/topology.ts';
 import type { PostgresLimits } from './store/database.ts';
 import { parseScheduleMs } from './webhooks/retry-policy.ts';
 import { parseSecret } from './webhooks/sign.ts';
@@ -274,7 +275,16 @@ export function postgresLimits(config: Config): PostgresLimits {
   return { poolSize: config.DB_POOL_SIZE, connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS, queryTimeoutMs: config.DB_QUERY_TIMEOUT_MS };
 }
 
-/** The images' retention for the queue topology, in ms: undefined leaves the bucket's as it is. */
-export function imageRetentionMs(config: Config): number | undefined {
-  return config.IMAGE_RETENTION_HOURS === undefined ? undefined : Math.round(config.IMAGE_RETENTION_HOURS * 3600_000);
+/**
+ * The streams and consumers the configuration asks for (queue/topology.ts): the API and the
+ * workers both ensure them at start, from the same settings. An unset IMAGE_RETENTION_HOURS
+ * leaves the image bucket's max age as it is.
+ */
+export function topologyOptions(config: Config): TopologyOptions {
+  return {
+    jobAckWaitMs: config.JOB_ACK_WAIT_MS,
+    jobMaxDeliver: config.JOB_MAX_DELIVER,
+    replicas: config.JETSTREAM_REPLICAS,
+    ...(config.IMAGE_RETENTION_HOURS === undefined ? {} : { imageRetentionMs: Math.round(config.IMAGE_RETENTION_HOURS * 3600_000) }),
+  };
 }

@@ -166,6 +166,7 @@ export async function zbarDecode(luma: LumaImage): Promise<string[]> {
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 const SHIFT_JIS = new TextDecoder('shift_jis', { fatal: true });
+const UTF8_REPLACING = new TextDecoder('utf-8');
 
 /**
  * The text of ZBar's bytes. In binary mode ZBar hands the segments' bytes over as they are: UTF-8
@@ -180,7 +181,7 @@ export function zbarText(bytes: Uint8Array): string {
     try {
       return SHIFT_JIS.decode(bytes);
     } catch {
-      return new TextDecoder('utf-8').decode(bytes);
+      return UTF8_REPLACING.decode(bytes);
     }
   }
 }

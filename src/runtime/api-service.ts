@@ -5,7 +5,7 @@ import { registerScrapeProbes } from '../api/metrics-probes.ts';
 import { startMetricsServer, type MetricsServer } from '../api/metrics-server.ts';
 import { buildApi, type ApiApp } from '../api/server.ts';
 import type { ReadinessCheck } from '../probes/health-routes.ts';
-import { imageRetentionMs, parseApiKeysSpec, postgresLimits, publicBaseUrl, type Config } from '../config.ts';
+import { parseApiKeysSpec, postgresLimits, publicBaseUrl, topologyOptions, type Config } from '../config.ts';
 import { startEventApplier } from '../predictions/apply-events.ts';
 import { createSubmitter } from '../predictions/create.ts';
 import { createPredictionReader } from '../predictions/reader.ts';
@@ -66,7 +66,7 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
     queue = await connectQueueWaiting(options.natsUrl, 'qr-art-api', config.NATS_STARTUP_WAIT_MS, (error) =>
       logger.warn({ err: error.cause ?? error }, 'NATS not reachable yet; waiting for it'),
     );
-    await ensureTopology(queue.jsm, { jobAckWaitMs: config.JOB_ACK_WAIT_MS, jobMaxDeliver: config.JOB_MAX_DELIVER, replicas: config.JETSTREAM_REPLICAS, imageRetentionMs: imageRetentionMs(config) });
+    await ensureTopology(queue.jsm, topologyOptions(config));
     webhookSecret = await resolveWebhookSecret(config.WEBHOOK_SECRET, config.DATA_DIR);
   } catch (error) {
     // Nothing serves yet: close what is open here, which would keep the process from exiting.

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { imageRetentionMs, warmUpSizes, type Config } from '../config.ts';
+import { topologyOptions, warmUpSizes, type Config } from '../config.ts';
 import { parseExecutionProvider } from '../pipeline/providers.ts';
 import { connectQueueWaiting } from '../queue/connection.ts';
 import { ensureTopology } from '../queue/topology.ts';
@@ -31,7 +31,7 @@ export async function startWorkerService(options: { config: Config; natsUrl: str
   const queue = await connectQueueWaiting(options.natsUrl, 'qr-art-worker', config.NATS_STARTUP_WAIT_MS, (error) =>
     logger.warn({ err: error.cause ?? error }, 'NATS not reachable yet; waiting for it'),
   );
-  await ensureTopology(queue.jsm, { jobAckWaitMs: config.JOB_ACK_WAIT_MS, jobMaxDeliver: config.JOB_MAX_DELIVER, replicas: config.JETSTREAM_REPLICAS, imageRetentionMs: imageRetentionMs(config) });
+  await ensureTopology(queue.jsm, topologyOptions(config));
   // One per service, handed to every piece that records (tests run several services in a process).
   const metrics = new WorkerMetrics();
   const policy = { allowPrivate: config.ALLOW_PRIVATE_URLS };
