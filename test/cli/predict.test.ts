@@ -16,6 +16,7 @@ import { requestSchemas } from '../../src/workflows/schemas.ts';
 import { WORKFLOWS } from '../../src/workflows/names.ts';
 import type { TestStack } from '../helpers/service.ts';
 import { startClientStack } from '../client/stack.ts';
+import { killWhenTestEnds } from '../helpers/processes.ts';
 
 const bin = path.resolve(import.meta.dirname, '../../bin/qr-art.js');
 const KEY = 'key-cli-predict-0123456789abcdef01234';
@@ -34,6 +35,7 @@ function run(args: string[], options: { env?: Record<string, string>; stdin?: st
       env: { ...process.env, QR_ART_URL: '', QR_ART_API_KEY: '', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
+    killWhenTestEnds(child);
     let out = '';
     let err = '';
     child.stdout.on('data', (chunk) => (out += chunk));

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/runtime/local-nats.ts';
-import { runCliToExit } from '../helpers/processes.ts';
+import { killWhenTestEnds, runCliToExit } from '../helpers/processes.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/qr-art.js', import.meta.url));
 
@@ -60,6 +60,7 @@ describe('serve and worker while NATS cannot be reached', () => {
       env: { ...process.env, DATA_DIR: dataDir, NATS_URL: natsUrl, NATS_STARTUP_WAIT_MS: '1000', WORKER_METRICS_PORT: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
+    killWhenTestEnds(child);
     let stderr = '';
     let saidBeforeHangUp = false;
     const fallback = setTimeout(hangUp, 15_000);
