@@ -139,10 +139,30 @@ export class GraphSession {
         runObserver?.(this, performance.now() - t0);
       }
     };
-    const out = await (runHook ? runHook(this, run) : run());
+    let out: ort.InferenceSession.OnnxValueMapType;
+    try {
+      out = await (runHook ? runHook(this, run) : run());
+    } catch (error) {
+      throw this.named(error);
+    }
     const result: Record<string, ort.Tensor> = {};
     roles.forEach((r, i) => (result[r] = out[names[i]!] as ort.Tensor));
     return result;
+  }
+
+  /**
+   * ONNX Runtime's failures (plain Errors) say which node failed but not in which of a model's
+   * graphs: the message gets the graph's role and file in front, so a log or a failed job's error
+   * says where. Other errors (our own, V8's RangeErrors, which runner.ts reads by their start) pass as they are.
+   */
+  private named(error: unknown): unknown {
+    if (!(error instanceof Error) || error.name !== 'Error' || error.message.startsWith(this.label)) return error;
+    error.message = `${this.label}${error.message}`;
+    return error;
+  }
+
+  private get label(): string {
+    return `the ${this.role} graph (${this.path}): `;
   }
 
   /**

@@ -122,7 +122,7 @@ describe('device faults (fault injection on CPU, real nats-server, worker proces
     const created = await api().create(job('oom'));
     const failed = await waitForStatus(stack, KEY, created.id, ['executed', 'failed'], 90_000);
     expect(failed).toMatchObject({ status: 'failed', refunded: true, error: { code: 'out_of_memory' } });
-    expect(failed.error.message).toMatch(/does not fit in the device's memory .*Failed to allocate memory.*; try a smaller resolution or batchSize/);
+    expect(failed.error.message).toMatch(/does not fit in the device's memory \(the denoiser graph \(\S+\.onnx\): .*Failed to allocate memory.*; try a smaller resolution or batchSize/);
     expect(await balanceOf(stack.api.db, USER)).toBe(before);
     // The worker logs after it publishes the failure, so the line may trail the status by a moment.
     const failedOnInput = (r: Record<string, any>) => r.predictionId === created.id && r.msg === 'job failed on its input';
