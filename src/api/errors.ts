@@ -21,6 +21,8 @@ export type ErrorCode =
   | 'not_found'
   | 'method_not_allowed'
   | 'rate_limited'
+  | 'precondition_failed'
+  | 'range_not_satisfiable'
   | 'service_unavailable'
   | 'internal_error';
 
@@ -36,6 +38,8 @@ export class ApiError extends Error {
     readonly details: ErrorDetail[] = [],
     /** Sent as Retry-After: when trying again makes sense (503). */
     readonly retryAfterSeconds?: number,
+    /** Other headers the answer needs (a 416's Content-Range). */
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
   }
@@ -88,7 +92,7 @@ export const serviceUnavailable = (error: DependencyUnavailableError) =>
   );
 
 /** Maps fastify's own errors (body parsing, size, media type) to our body; anything else is a 500. */
-export function toApiError(error: FastifyError | Error): ApiError {
+export function toApiError(error: FastifyError | Error, requestHeaders: Readonly<Record<string, unknown>> = {}): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof DependencyUnavailableError) return serviceUnavailable(error);
   const code = (error as FastifyError).code;
@@ -107,9 +111,35 @@ export function toApiError(error: FastifyError | Error): ApiError {
       // No prediction id or file name is that long: the resource cannot exist.
       return notFound('resource');
   }
+  const fileAnswer = staticFileError(error, requestHeaders);
+  if (fileAnswer) return fileAnswer;
   // Errors thrown by JSON.parse inside fastify's parser carry statusCode 400.
   if ((error as FastifyError).statusCode === 400) {
     return new ApiError(400, 'invalid_json', `the body is not valid JSON: ${error.message}`, [{ field: '', rule: 'json' }]);
   }
   return new ApiError(500, 'internal_error', 'internal error');
+}
+
+/**
+ * The static files' sender (@fastify/static, @fastify/send: the playground, /docs's assets) refuses
+ * a path it will not serve (a folder, `..`, a NUL byte, a name too long) with a 403: to a client, a
+ * file that is not there. A precondition that does not hold (If-Match, If-Unmodified-Since) and a
+ * range past the file's end are the request's, answered as such; none is a fault of ours.
+ */
+function staticFileError(error: Error & { code?: string; statusCode?: number; headers?: Record<string, string> }, requestHeaders: Readonly<Record<string, unknown>>): ApiError | undefined {
+  switch (error.code === 'FST_STATIC_FORBIDDEN_PATH' ? 403 : error.name === 'PreconditionFailedError' || error.name === 'RangeNotSatisfiableError' ? error.statusCode : undefined) {
+    case 403:
+      return notFound('file');
+    case 412: {
+      const field = requestHeaders['if-match'] !== undefined ? 'if-match' : 'if-unmodified-since';
+      const message = `the file does not meet the request's ${field} precondition`;
+      return new ApiError(412, 'precondition_failed', message, [{ field, rule: 'precondition', message }]);
+    }
+    case 416: {
+      const message = 'the Range asked for starts past the end of the file';
+      const contentRange = error.headers?.['Content-Range'];
+      return new ApiError(416, 'range_not_satisfiable', message, [{ field: 'range', rule: 'satisfiable', message }], undefined, contentRange ? { 'content-range': contentRange } : {});
+    }
+  }
+  return undefined;
 }

@@ -137,10 +137,11 @@ export function buildApi(deps: ApiDependencies) {
   }
 
   app.setErrorHandler((error, request, reply) => {
-    const apiError = toApiError(error as FastifyError);
+    const apiError = toApiError(error as FastifyError, request.headers);
     if (apiError.statusCode === 503) request.log.warn({ err: error }, 'dependency unavailable');
     else if (apiError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
     if (apiError.retryAfterSeconds !== undefined) reply.header('retry-after', String(apiError.retryAfterSeconds));
+    reply.headers(apiError.headers);
     return reply.code(apiError.statusCode).send(apiError.toBody());
   });
   // Every route registered below, so that a known path asked with another method gets 405.

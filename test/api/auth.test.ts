@@ -245,6 +245,27 @@ describe('authentication and ownership', () => {
       expect(response.body).toEqual({ success: false, error: { code: 'not_found', message: expect.any(String), details: [] } });
     });
 
+    // @fastify/send's refusals are a client's request for a file that is not there, or a
+    // condition or range that does not hold: never a 500 (a 5xx is a fault of ours, and counted so).
+    it.each([
+      ['a path climbing out of the assets', '/docs/assets/../package.json', {}, 404, undefined],
+      ['a path climbing out of the playground', '/playground/../index.ts', {}, 404, undefined],
+      ['a NUL byte', '/docs/assets/swagger-ui.css%00', {}, 404, undefined],
+      ['a 5000-character name', `/docs/assets/${'a'.repeat(5000)}`, {}, 404, undefined],
+      ['an If-Match no asset meets', '/docs/assets/swagger-ui.css', { 'if-match': '"nope"' }, 412, 'if-match'],
+      ['an If-Match the page does not meet', '/', { 'if-match': '"nope"' }, 412, 'if-match'],
+      ['an If-Unmodified-Since before the file', '/playground/styles.css', { 'if-unmodified-since': 'Thu, 01 Jan 1970 00:00:00 GMT' }, 412, 'if-unmodified-since'],
+      ['a Range past the end of a playground file', '/playground/styles.css', { range: 'bytes=999999999-' }, 416, 'range'],
+      ['a Range past the end of an asset', '/docs/assets/swagger-ui.css', { range: 'bytes=999999999-' }, 416, 'range'],
+    ] as const)('a static file asked with %s answers a %i JSON error, not a 500', async (_what, path, headers, status, field) => {
+      const response = await rawCall(stack.baseUrl, 'GET', path, { headers });
+      expect(response.status).toBe(status);
+      expect(response.headers['content-type']).toMatch(/^application\/json/);
+      expect(response.body).toMatchObject({ success: false, error: { code: { 404: 'not_found', 412: 'precondition_failed', 416: 'range_not_satisfiable' }[status] } });
+      if (field) expect(response.body.error.details).toEqual([{ field, rule: expect.any(String), message: expect.any(String) }]);
+      if (status === 416) expect(response.headers['content-range']).toMatch(/^bytes \*\/\d+$/);
+    });
+
     it.each([
       ['POST', '/v1/predictions', 'GET, HEAD'],
       ['DELETE', `/v1/predictions/${randomUUID()}`, 'GET, HEAD'],

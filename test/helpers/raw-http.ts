@@ -6,7 +6,7 @@ export interface RawResponse {
   headers: Record<string, string | string[] | undefined>;
 }
 
-/** node:http: for a body on GET, raw bytes, and bodies sent without content-length (chunked). */
+/** node:http: for a body on GET, raw bytes, bodies sent without content-length (chunked), and paths sent as they are. */
 export function rawCall(
   baseUrl: string,
   method: string,
@@ -18,7 +18,8 @@ export function rawCall(
   if (options.body !== undefined && !options.chunked) headers['content-length'] = Buffer.byteLength(options.body);
   return new Promise((resolve, reject) => {
     let answered = false;
-    const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname + url.search, method, headers }, (res) => {
+    // The path goes as written (`..`, NUL escapes and all), as a client that does not normalize sends it.
+    const req = httpRequest({ host: url.hostname, port: url.port, path, method, headers }, (res) => {
       answered = true;
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));

@@ -4,7 +4,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance } from 'fastify';
-import { notFound } from '../errors.ts';
 
 /**
  * Where the page's files are: next to this module when running the sources (src/api/playground),
@@ -61,11 +60,6 @@ export async function playgroundRoutes(app: FastifyInstance): Promise<void> {
       .header('referrer-policy', 'no-referrer')
       .header('x-frame-options', 'DENY')
       .header('cross-origin-opener-policy', 'same-origin');
-  });
-  // The static files' sender refuses a folder (no index pages here) with a 403 error, which the
-  // API's error handler would answer as a 500: to a client it is a file that is not there.
-  app.setErrorHandler(async (error: Error & { statusCode?: number }) => {
-    throw error.statusCode === 403 || error.statusCode === 404 ? notFound('file') : error;
   });
   await app.register(fastifyStatic, { root, prefix: '/playground/', index: false, redirect: false });
   app.get('/', (_request, reply) => reply.type('text/html; charset=utf-8').sendFile('index.html'));
