@@ -263,6 +263,15 @@ describe('creating predictions', () => {
       expect(read.body.data).toEqual(response.body.data);
     });
 
+    it('takes a body that starts with a UTF-8 byte-order mark, as POST does', async () => {
+      const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(minimalBody('outpainting')))]);
+      const posted = await postRaw(ALICE, body, 'application/json');
+      expect(posted.status, JSON.stringify(posted.body)).toBe(200);
+      const got = await rawCall(stack.baseUrl, 'GET', '/v1/predictions/queue', { headers: { 'x-api-key': ALICE, 'content-type': 'application/json' }, body });
+      expect(got.status, JSON.stringify(got.body)).toBe(200);
+      expect(got.body.data).toMatchObject({ status: 'queued', input: { workflow: 'outpainting' } });
+    });
+
     it('HEAD with an outpainting body is a 405 naming GET and POST, and creates and charges nothing', async () => {
       const before = await totalDocs(ALICE);
       const balance = await balanceOf(stack.api.db, 'alice');

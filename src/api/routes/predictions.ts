@@ -124,7 +124,8 @@ async function readJsonBody(request: FastifyRequest, limit: number): Promise<unk
     throw new ApiError(415, 'unsupported_media_type', 'send the body as Content-Type: application/json', [{ field: 'content-type', rule: 'application/json' }]);
   }
   try {
-    return JSON.parse(raw.toString('utf8'));
+    // A leading byte-order mark is dropped, as fastify's parser drops it from a POST body.
+    return JSON.parse(raw.toString('utf8').replace(/^\uFEFF/, ''));
   } catch (error) {
     throw new ApiError(400, 'invalid_json', `the body is not valid JSON: ${(error as Error).message}`, [{ field: '', rule: 'json' }]);
   }
