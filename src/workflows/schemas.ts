@@ -31,6 +31,7 @@ import { WORKFLOWS, type WorkflowName } from './names.ts';
 import { PRESETS } from './presets.ts';
 import { ASPECT_RATIOS, MAX_OUTPUT_SIDE, RESOLUTIONS } from './sizes.ts';
 import { checkUrl } from './urls.ts';
+import { UNSTORABLE_TEXT } from '../util/storable-text.ts';
 
 export interface SchemaOptions {
   /** Accept webhooks on literal private/loopback hosts, and http webhooks to internal hosts (local development). */
@@ -168,6 +169,11 @@ function qrContent() {
       // it: no scan would ever match the content, so isScanables could never be true.
       if (s.startsWith('\uFEFF')) {
         ctx.addIssue({ code: 'custom', message: 'starts with U+FEFF (a byte-order mark), which most decoders drop, so a scan never matches; remove it', params: { rule: 'characters' }, input: s });
+        return;
+      }
+      // The encoder cannot write these either: said as what they are, not as content too long.
+      if (UNSTORABLE_TEXT.test(s)) {
+        ctx.addIssue({ code: 'custom', message: 'must not contain U+0000 or an unpaired UTF-16 surrogate', params: { rule: 'characters' }, input: s });
         return;
       }
       const fit = fitsInQrCode(s);

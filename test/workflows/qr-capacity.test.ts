@@ -56,8 +56,12 @@ describe('qrContent must fit a QR code at error-correction level H', () => {
     }
   });
 
-  it('rejects content the encoder cannot represent (a lone surrogate)', () => {
-    expectIssue(parse(withField('generate_qr_art_v5', 'qrContent', 'a\ud800b')), 'qrContent', 'qr_capacity');
+  it('rejects content the encoder cannot represent (a lone surrogate) under the characters rule, not as too long', () => {
+    for (const text of ['a\ud800b', '\ud800', '\udc00x']) {
+      const issue = expectIssue(parse(withField('generate_qr_art_v5', 'qrContent', text)), 'qrContent', 'characters');
+      expect(issue.message).toContain('unpaired UTF-16 surrogate');
+      expect(issue.message).not.toContain('does not fit');
+    }
   });
 
   it('rejects content that starts with a byte-order mark, which most decoders drop (a scan could never match)', () => {
