@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { authenticate, type Principal } from '../store/accounts.ts';
 import { TtlCache } from '../util/ttl-cache.ts';
 import type { Queryable } from '../store/database.ts';
-import { unauthorized } from './errors.ts';
+import { ApiError, unauthorized } from './errors.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -27,6 +27,10 @@ export class ApiKeyCheck {
   }
 
   readonly hook = async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    // Node joins repeated headers with ", ", which would be looked up as one unknown key.
+    if (keyHeaderCount(request) > 1) {
+      throw new ApiError(401, 'unauthorized', 'send the x-api-key header once', [{ field: 'x-api-key', rule: 'repeated', message: 'send the x-api-key header once' }]);
+    }
     const presented = presentedKeyOf(request);
     if (!presented) throw unauthorized('missing x-api-key header');
     const principal = await this.principalFor(presented);
@@ -47,6 +51,13 @@ export class ApiKeyCheck {
     if (principal) this.known.set(presented, principal);
     return principal;
   }
+}
+
+function keyHeaderCount(request: FastifyRequest): number {
+  let count = 0;
+  const raw = request.raw.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === 'x-api-key') count++;
+  return count;
 }
 
 function presentedKeyOf(request: FastifyRequest): string | undefined {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listAccounts, revokeApiKey } from '../../src/store/accounts.ts';
 import { WORKFLOWS } from '../../src/workflows/names.ts';
-import { rawCall } from '../helpers/raw-http.ts';
+import { rawCall, repeatedHeaderGet } from '../helpers/raw-http.ts';
 import { startTestStack, type TestStack } from '../helpers/service.ts';
 
 const ALICE = 'key-alice-auth-0123456789abcdef';
@@ -76,6 +76,17 @@ describe('authentication and ownership', () => {
       expect(response.status).toBe(401);
       expect(response.body).toEqual(unauthorizedBody);
     });
+  });
+
+  it('answers 401 naming the rule when x-api-key is sent twice, even twice the same valid key', async () => {
+    for (const second of [ALICE, BOB]) {
+      const response = await repeatedHeaderGet(stack.baseUrl, '/v1/predictions', 'x-api-key', [ALICE, second]);
+      expect(response.status).toBe(401);
+      expect(response.body).toEqual({
+        success: false,
+        error: { code: 'unauthorized', message: 'send the x-api-key header once', details: [{ field: 'x-api-key', rule: 'repeated', message: 'send the x-api-key header once' }] },
+      });
+    }
   });
 
   it('answers 401 to every endpoint for a revoked key', async () => {

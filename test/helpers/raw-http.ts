@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 
 export interface RawResponse {
   status: number;
@@ -71,4 +72,27 @@ export function parseResponse(bytes: Buffer): SocketResponse | null {
   const length = Number(headers['content-length'] ?? 0);
   if (bytes.length < end + 4 + length) return null;
   return { status: Number(statusLine!.split(' ')[1]), headers, text: bytes.subarray(end + 4, end + 4 + length).toString('utf8'), length: end + 4 + length };
+}
+
+/** A GET with one header sent several times, as separate lines (node:http's client cannot send that). */
+export function repeatedHeaderGet(baseUrl: string, path: string, name: string, values: string[]): Promise<{ status: number; body: any }> {
+  const url = new URL(baseUrl);
+  const head = [`GET ${path} HTTP/1.1`, `Host: ${url.host}`, ...values.map((value) => `${name}: ${value}`), 'Connection: close', '', ''].join('\r\n');
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(url.port), url.hostname, () => socket.end(head));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      const [top, ...rest] = text.split('\r\n\r\n');
+      const status = Number(top!.split(' ')[1]);
+      const body = rest.join('\r\n\r\n');
+      try {
+        resolve({ status, body: JSON.parse(body) });
+      } catch {
+        resolve({ status, body });
+      }
+    });
+  });
 }
