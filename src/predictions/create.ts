@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '../store/database.ts';
 import type { IdempotencyClaim } from '../store/idempotency.ts';
 import type { PredictionRecord } from '../store/prediction-record.ts';
-import { createPredictions, recordsById, type CreateResult, type NewPrediction } from '../store/predictions.ts';
+import { createPredictions, recordsById, transactionState, type CreateResult, type NewPrediction } from '../store/predictions.ts';
 import { CommitUnconfirmedError, DependencyUnavailableError, waitWhileUnavailable } from '../util/unavailable.ts';
 import type { OutboxRelay } from '../queue/outbox-relay.ts';
 import { subjects } from '../queue/subjects.ts';
@@ -13,6 +13,8 @@ import { centsToCredits } from '../workflows/pricing.ts';
 
 /** How long a create whose COMMIT went unanswered keeps asking the database what committed. */
 const LOOKUP_WAIT_MS = 1000;
+/** Between two such questions while the COMMIT is still in progress. */
+const LOOKUP_POLL_MS = 100;
 /** Retry-After of a create whose outcome is unknown: the database's, as for any outage of it. */
 const RETRY_AFTER_S = 2;
 
@@ -63,11 +65,12 @@ export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBat
   let committing = false;
 
   async function commit(batch: Waiting[]): Promise<void> {
+    let xid: string | undefined;
     try {
       const { results, outbox } = await createPredictions(
         deps.db,
         batch.map((entry) => entry.prediction),
-        deps.idempotencyTtlMs !== undefined ? { idempotencyTtlMs: deps.idempotencyTtlMs } : {},
+        { ...(deps.idempotencyTtlMs !== undefined ? { idempotencyTtlMs: deps.idempotencyTtlMs } : {}), onTransactionId: (id) => (xid = id) },
       );
       deps.relay.publish(outbox);
       results.forEach((result, index) => {
@@ -77,7 +80,7 @@ export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBat
         return result.ok ? batch[index]!.resolve(result) : batch[index]!.reject(result.error);
       });
     } catch (error) {
-      if (error instanceof CommitUnconfirmedError) return settleUnconfirmed(batch);
+      if (error instanceof CommitUnconfirmedError) return settleUnconfirmed(batch, xid);
       // An outage fails every request alike; retrying them one by one would only wait longer.
       if (batch.length === 1 || error instanceof DependencyUnavailableError) {
         for (const entry of batch) entry.reject(error);
@@ -89,16 +92,19 @@ export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBat
   }
 
   /**
-   * The COMMIT's answer was lost. The ids were chosen before the transaction, so the database
-   * says what committed: a prediction that exists was made (and charged) and is answered as made;
-   * the others (never made, or refused or replayed inside the transaction) go through again,
-   * which makes each at most once since its id is the same. Without an answer from the database
-   * the request learns that its create may have been made.
+   * The COMMIT's answer was lost. The database says what became of the transaction: aborted
+   * (or it never wrote: no id), and the batch goes through again, each at most once since its
+   * ids are the same; committed, and a prediction that exists was made (and charged) and is
+   * answered as made, the others (refused or replayed inside the transaction) go through again.
+   * A COMMIT still in progress (a synchronous standby behind, a stalled flush; its rows not yet
+   * visible) is waited for, never run again beside it: it would wait on the users' rows the
+   * COMMIT holds and then answer a 503 or 402 for a prediction that was made. Without an answer
+   * in time the request learns that its create may have been made.
    */
-  async function settleUnconfirmed(batch: Waiting[]): Promise<void> {
-    let made: Map<string, PredictionRecord>;
+  async function settleUnconfirmed(batch: Waiting[], xid: string | undefined): Promise<void> {
+    let made: Map<string, PredictionRecord> | undefined;
     try {
-      made = await waitWhileUnavailable(() => recordsById(deps.db, batch.map((entry) => entry.prediction.id)), LOOKUP_WAIT_MS, () => undefined);
+      made = await waitWhileUnavailable(() => madeBy(batch, xid), LOOKUP_WAIT_MS, () => undefined);
     } catch (error) {
       for (const entry of batch) entry.reject(new CreateOutcomeUnknownError(error));
       return;
@@ -115,6 +121,23 @@ export function createSubmitter(deps: { db: Database; relay: OutboxRelay; maxBat
       entry.resolve({ ok: true, record, replayed: false });
     }
     if (again.length > 0) await commit(again);
+  }
+
+  /** The batch's predictions the transaction made (none when it aborted); waits out a COMMIT in progress, up to LOOKUP_WAIT_MS. */
+  async function madeBy(batch: Waiting[], xid: string | undefined): Promise<Map<string, PredictionRecord>> {
+    if (xid === undefined) return new Map();
+    const deadline = Date.now() + LOOKUP_WAIT_MS;
+    for (;;) {
+      const state = await transactionState(deps.db, xid);
+      if (state === 'aborted') return new Map();
+      if (state === 'committed') {
+        // It wrote, so it made at least one: none visible yet means its COMMIT is still finishing.
+        const made = await recordsById(deps.db, batch.map((entry) => entry.prediction.id));
+        if (made.size > 0) return made;
+      }
+      if (Date.now() + LOOKUP_POLL_MS > deadline) throw new Error(`the transaction that made this create is ${state ?? 'unknown to the database'}`);
+      await new Promise((resolve) => setTimeout(resolve, LOOKUP_POLL_MS));
+    }
   }
 
   async function drain(): Promise<void> {

@@ -90,7 +90,14 @@ type Outcome = InsufficientCreditsError | IdempotencyKeyReusedError | NewPredict
 export async function createPredictions(
   db: Database,
   batch: readonly NewPrediction[],
-  options: { idempotencyTtlMs?: number } = {},
+  options: {
+    idempotencyTtlMs?: number;
+    /**
+     * Told the transaction's id (pg_current_xact_id) once it writes: should its COMMIT go
+     * unanswered, `transactionState` says whether it committed, aborted or is still committing.
+     */
+    onTransactionId?: (xid: string) => void;
+  } = {},
 ): Promise<{ results: CreateResult[]; outbox: PendingOutboxMessage[] }> {
   if (batch.length === 0) return { results: [], outbox: [] };
   return db.transaction(async (tx) => {
@@ -137,10 +144,12 @@ export async function createPredictions(
     if (accepted.length === 0) return { results: outcomes.map((outcome) => settle(outcome, new Map(), replayed)), outbox: [] };
 
     const charged = userIds.filter((id) => accepted.some((prediction) => prediction.userId === id));
-    await tx.query(
-      `UPDATE users SET balance_cents = v.balance FROM unnest($1::text[], $2::bigint[]) AS v(id, balance) WHERE users.id = v.id`,
+    const { rows: updated } = await tx.query<{ xid: string }>(
+      `UPDATE users SET balance_cents = v.balance FROM unnest($1::text[], $2::bigint[]) AS v(id, balance) WHERE users.id = v.id
+       RETURNING pg_current_xact_id()::text AS xid`,
       [charged, charged.map((id) => balances.get(id)!)],
     );
+    if (updated[0]) options.onTransactionId?.(updated[0].xid);
     const column = <T>(pick: (prediction: NewPrediction) => T) => accepted.map(pick);
     // Creation times come from here rather than now() (one value per transaction), a
     // microsecond apart in batch order, so "newest first" holds inside a batch too. The
@@ -185,6 +194,16 @@ function settle(outcome: Outcome, created: Map<string, PredictionRecord>, replay
     return { ok: true, record: replayed.get(outcome.replayOf)!, replayed: true };
   }
   return { ok: true, record: created.get(outcome.id)!, replayed: false };
+}
+
+/**
+ * What the server says became of a transaction, by the id `onTransactionId` gave: 'in progress'
+ * while its COMMIT has not finished (a synchronous standby that is behind, a stalled WAL flush),
+ * and undefined when the server no longer knows (an id far older than any create in flight).
+ */
+export async function transactionState(db: Queryable, xid: string): Promise<'committed' | 'aborted' | 'in progress' | undefined> {
+  const { rows } = await db.query<{ status: 'committed' | 'aborted' | 'in progress' | null }>('SELECT pg_xact_status($1::xid8) AS status', [xid]);
+  return rows[0]?.status ?? undefined;
 }
 
 /** The predictions of these ids that exist, by id (any owner: for the service's own bookkeeping, never for a user's read). */

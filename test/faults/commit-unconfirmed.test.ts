@@ -11,6 +11,7 @@ import { toApiError } from '../../src/api/errors.ts';
 import { CreateOutcomeUnknownError, createSubmitter } from '../../src/predictions/create.ts';
 import type { OutboxRelay } from '../../src/queue/outbox-relay.ts';
 import { freePort } from '../../src/runtime/local-nats.ts';
+import pg from 'pg';
 import { balanceOf, ensureUser, grantCredits } from '../../src/store/accounts.ts';
 import { InsufficientCreditsError } from '../../src/store/predictions.ts';
 import type { Database } from '../../src/store/database.ts';
@@ -19,8 +20,12 @@ import { openPostgres } from '../../src/store/postgres.ts';
 import type { ParsedPrediction } from '../../src/workflows/validate.ts';
 import { postgresBinDir, startPgServer, type PgServer } from '../helpers/pg-server.ts';
 
-/** 'cut-once': the next COMMIT's answer is lost, then all passes; 'cut-then-down': after that cut, every connection is dropped. */
-type Mode = 'pass' | 'cut-once' | 'cut-then-down' | 'down';
+/**
+ * 'cut-once': the next COMMIT's answer is lost, then all passes; 'cut-then-down': after that cut,
+ * every connection is dropped; 'drop-after-commit': the client's connection is dropped 300 ms
+ * after the next COMMIT went through, answered or not (a COMMIT that takes longer is still running).
+ */
+type Mode = 'pass' | 'cut-once' | 'cut-then-down' | 'down' | 'drop-after-commit';
 
 /** A TCP proxy in front of PostgreSQL that loses a COMMIT's answer as `mode` says. */
 async function startProxy(target: URL): Promise<{ url: string; mode: Mode; close(): void }> {
@@ -32,8 +37,13 @@ async function startProxy(target: URL): Promise<{ url: string; mode: Mode; close
     open.add(client);
     let cut = false;
     client.on('data', (chunk) => {
+      const isCommit = chunk[0] === 0x51 && chunk.toString('latin1').includes('COMMIT');
+      if (!cut && state.mode === 'drop-after-commit' && isCommit) {
+        state.mode = 'pass';
+        setTimeout(() => client.destroy(), 300);
+      }
       // A simple-query message ('Q') carrying COMMIT: node-postgres sends the transaction's statements so.
-      if (!cut && state.mode.startsWith('cut') && chunk[0] === 0x51 && chunk.toString('latin1').includes('COMMIT')) {
+      if (!cut && state.mode.startsWith('cut') && isCommit) {
         cut = true;
         state.mode = state.mode === 'cut-then-down' ? 'down' : 'pass';
         if (state.mode === 'down') for (const other of open) if (other !== client) other.destroy();
@@ -83,7 +93,7 @@ describe.skipIf(!postgresBinDir())('a create whose COMMIT went unanswered', () =
     proxy = await startProxy(new URL(server.url));
     db = await openPostgres(proxy.url, { poolSize: 4, connectTimeoutMs: 1000, queryTimeoutMs: 1500 });
     await migrate(db);
-    for (const user of ['committed', 'unknown', 'batch']) {
+    for (const user of ['committed', 'unknown', 'batch', 'slow']) {
       await ensureUser(db, user);
       await grantCredits(db, user, 1000);
     }
@@ -117,6 +127,37 @@ describe.skipIf(!postgresBinDir())('a create whose COMMIT went unanswered', () =
     expect(await balanceOf(db, 'batch')).toBe(800);
     const outbox = (await db.query<{ msg_id: string }>('SELECT msg_id FROM outbox WHERE msg_id = ANY($1::text[])', [ids])).rows;
     expect(outbox.map((row) => row.msg_id).sort()).toEqual(ids.sort());
+  });
+
+  it('a COMMIT still in progress when its answer is lost is waited for, never run again beside it: made once, charged once, never a plain 503 or 402', async () => {
+    // A synchronous standby that does not exist holds every COMMIT (as one far behind would):
+    // committed locally, not yet visible, the users' rows still locked.
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    const holdCommits = async (standby: string) => {
+      await admin.query(`ALTER SYSTEM SET synchronous_standby_names = '${standby}'`);
+      await admin.query('SELECT pg_reload_conf()');
+    };
+    try {
+      // Costs the whole balance: a second run beside the first would be refused with a 402.
+      const parsed = { ...PARSED, costCents: 1000 } as ParsedPrediction;
+      const submitter = createSubmitter({ db, relay: noRelay });
+      await holdCommits('ghost');
+      proxy.mode = 'drop-after-commit';
+      const answer = await submitter.submit('slow', parsed).catch((e: unknown) => e);
+      await holdCommits('');
+      // Made (once the COMMIT finished within the wait) or said to be possibly made; nothing else.
+      if (answer instanceof Error) expect(answer).toBeInstanceOf(CreateOutcomeUnknownError);
+      else expect(answer).toMatchObject({ ok: true, replayed: false, record: { userId: 'slow' } });
+      const deadline = Date.now() + 10_000;
+      while ((await predictionsOf('slow')).length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await predictionsOf('slow')).toHaveLength(1);
+      expect(await balanceOf(db, 'slow')).toBe(0);
+    } finally {
+      proxy.mode = 'pass';
+      await holdCommits('').catch(() => undefined);
+      await admin.end();
+    }
   });
 
   it('says it may have been made (a 503 that does not claim nothing was changed) when the database does not answer again', async () => {
