@@ -14,8 +14,13 @@ export interface Queryable {
 
 export interface Database extends Queryable {
   readonly kind: 'postgres' | 'pglite';
-  /** Runs fn in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs fn in one transaction: committed when it resolves, rolled back when it throws.
+   * `statementTimeoutMs` replaces the per-statement bound (DB_QUERY_TIMEOUT_MS) inside it, on
+   * the server and on the client: for the few statements that may rightly take long (a migration
+   * building an index over a big table).
+   */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: { statementTimeoutMs?: number }): Promise<T>;
   /** Runs a script of several statements (migrations). */
   exec(sql: string): Promise<void>;
   /** The connections now, without I/O (the metrics read it at every scrape). */

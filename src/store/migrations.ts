@@ -116,14 +116,23 @@ const MIGRATIONS: readonly { version: number; name: string; sql: string }[] = [
   },
 ];
 
+/**
+ * A migration's statements may take far longer than a request's (DB_QUERY_TIMEOUT_MS, 3 s by
+ * default): an index built over a big predictions table, a wait behind another replica that is
+ * migrating. Under the request bound such a migration would be cancelled at every start, and the
+ * new version never come up, the database reported as unavailable.
+ */
+export const MIGRATION_STATEMENT_TIMEOUT_MS = 30 * 60_000;
+
 export async function migrate(db: Database): Promise<void> {
+  const bound = { statementTimeoutMs: MIGRATION_STATEMENT_TIMEOUT_MS };
   await db.transaction(async (tx) => {
     // Two replicas starting against a fresh server would otherwise collide inside
     // CREATE TABLE IF NOT EXISTS (duplicate pg_type row); the lock makes the second wait.
     await tx.query('SELECT pg_advisory_xact_lock(20240601)');
     await tx.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-  });
+  }, bound);
   const { rows } = await db.query<{ version: number }>('SELECT version FROM schema_migrations');
   const applied = new Set(rows.map((row) => Number(row.version)));
   for (const migration of MIGRATIONS) {
@@ -135,7 +144,7 @@ export async function migrate(db: Database): Promise<void> {
       if (done.length > 0) return;
       for (const statement of splitStatements(migration.sql)) await tx.query(statement);
       await tx.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
-    });
+    }, bound);
   }
 }
 

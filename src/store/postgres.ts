@@ -42,9 +42,12 @@ export async function openPostgres(connectionString: string, limits: PostgresLim
     throw error;
   };
 
-  const asQueryable = (target: pg.Pool | pg.PoolClient): Queryable => ({
+  const asQueryable = (target: pg.Pool | pg.PoolClient, timeoutMs?: number): Queryable => ({
     async query<Row>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<Row>> {
-      const result = await target.query(sql, params as unknown[]).catch(unavailable);
+      const config: pg.QueryConfig = { text: sql, values: params as unknown[] };
+      // The client's own bound, a little behind the server's so that the server's error is the one seen.
+      if (timeoutMs !== undefined) (config as pg.QueryConfig & { query_timeout: number }).query_timeout = timeoutMs + 1000;
+      const result = await target.query(config).catch(unavailable);
       return { rows: result.rows as Row[] };
     },
   });
@@ -60,13 +63,15 @@ export async function openPostgres(connectionString: string, limits: PostgresLim
   return {
     kind: 'postgres',
     ...asQueryable(pool),
-    async transaction(fn) {
+    async transaction(fn, options = {}) {
       const client = await pool.connect().catch(unavailable);
       let broken: unknown;
       let committing = false;
+      const timeoutMs = options.statementTimeoutMs;
       try {
         await client.query('BEGIN');
-        const value = await fn(asQueryable(client));
+        if (timeoutMs !== undefined) await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.round(timeoutMs))}`);
+        const value = await fn(asQueryable(client, timeoutMs));
         committing = true;
         await client.query('COMMIT');
         return value;

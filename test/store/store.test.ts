@@ -7,6 +7,7 @@ import { addApiKey, authenticate, balanceOf, ensureUser, grantCredits, revokeApi
 import type { Database } from '../../src/store/database.ts';
 import { openDatabase } from '../../src/store/open-database.ts';
 import { migrate } from '../../src/store/migrations.ts';
+import { openPostgres } from '../../src/store/postgres.ts';
 import { createPrediction, createPredictions, InsufficientCreditsError, listPredictions, type NewPrediction } from '../../src/store/predictions.ts';
 import { backend, testDatabaseUrl } from '../helpers/database.ts';
 
@@ -127,6 +128,32 @@ describe(`the store (${backend})`, () => {
     expect(await count(db, "SELECT count(*) AS n FROM information_schema.table_constraints WHERE constraint_type = 'FOREIGN KEY' AND table_name IN ('predictions', 'credit_ledger')")).toBe(0);
     const created = await createPrediction(db, newPrediction('upgraded', 100));
     expect(await count(db, 'SELECT count(*) AS n FROM outbox WHERE msg_id = $1', [created.id])).toBe(1);
+  });
+
+  // PGlite has no statement bound (and one connection: nothing to wait behind).
+  it.skipIf(backend !== 'postgres')('a migration that takes longer than a request may (waiting behind a lock) is waited for, not cancelled at DB_QUERY_TIMEOUT_MS', async () => {
+    const strict = await openPostgres(database.url!, { poolSize: 2, connectTimeoutMs: 2000, queryTimeoutMs: 300 });
+    try {
+      // Version 4 not yet applied (its index builds under a SHARE lock on predictions).
+      await db.exec('DROP INDEX predictions_unfinished_age; DELETE FROM schema_migrations WHERE version = 4;');
+      let locked!: () => void;
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
+      // A writer holding predictions for 1.5 s, five times the request bound.
+      const writer = db.transaction(async (tx) => {
+        await tx.query('LOCK TABLE predictions IN ROW EXCLUSIVE MODE');
+        locked();
+        await tx.query('SELECT pg_sleep(1.5)');
+      });
+      await isLocked;
+      await migrate(strict);
+      await writer;
+      expect(await count(db, "SELECT count(*) AS n FROM pg_indexes WHERE indexname = 'predictions_unfinished_age'")).toBe(1);
+      expect(await count(db, 'SELECT count(*) AS n FROM schema_migrations WHERE version = 4')).toBe(1);
+      // Requests keep their own bound.
+      await expect(strict.query('SELECT pg_sleep(1)')).rejects.toThrow(/temporarily unavailable/);
+    } finally {
+      await strict.close();
+    }
   });
 
   it('concurrent creates never take a balance below zero', async () => {
