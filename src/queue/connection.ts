@@ -19,7 +19,10 @@ export interface Queue {
 /** How long one connection attempt may wait for the server's greeting. */
 export const NATS_CONNECT_TIMEOUT_MS = 5000;
 
-export async function connectQueue(servers: string, name: string): Promise<Queue> {
+/** Between the client's pings; a connection is given up after two go unanswered. */
+export const NATS_PING_INTERVAL_MS = 10_000;
+
+export async function connectQueue(servers: string, name: string, options: { pingIntervalMs?: number } = {}): Promise<Queue> {
   const nc = await connect({
     servers: servers.split(','),
     name,
@@ -29,6 +32,12 @@ export async function connectQueue(servers: string, name: string): Promise<Queue
     // A server that takes the connection and never answers (packets dropped on the way back) fails
     // the attempt here, not after the driver's 20 s: NATS_STARTUP_WAIT_MS stays the bound it says.
     timeout: NATS_CONNECT_TIMEOUT_MS,
+    // A connection that goes silent without a FIN or RST (the server's node lost, a partition)
+    // is found by missed pings: the driver's default (2 min, 2 missed) kept a worker "connected"
+    // for ~4 minutes, its heartbeats lost and its jobs redelivered to others after AckWait
+    // (60 s in deploy/). Two missed 10 s pings find it well inside that.
+    pingInterval: options.pingIntervalMs ?? NATS_PING_INTERVAL_MS,
+    maxPingOut: 2,
   });
   let connected = true;
   void (async () => {
@@ -65,7 +74,7 @@ export function connectQueueWaiting(servers: string, name: string, waitMs: numbe
       try {
         return await connectQueue(servers, name);
       } catch (error) {
-        if (!isBrokerFailure(error)) throw error;
+        if (!isBrokerFailure(error) && !isUnresolvedHost(error)) throw error;
         // The driver's own cause says why ("connect ECONNREFUSED 127.0.0.1:4222").
         const reason = error instanceof Error && error.cause instanceof Error ? error.cause.message : (error as Error).message;
         throw brokerUnavailable(new Error(`cannot reach NATS at ${servers}: ${reason}`));
@@ -74,4 +83,15 @@ export function connectQueueWaiting(servers: string, name: string, waitMs: numbe
     waitMs,
     onWaiting,
   );
+}
+
+/**
+ * The server's name does not resolve (yet): a compose service or a Kubernetes Service still
+ * starting is not in DNS until it is up, so at start this is waited out like a refused connection.
+ */
+function isUnresolvedHost(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return true;
+  return error.cause !== undefined && error.cause !== error && isUnresolvedHost(error.cause);
 }

@@ -21,11 +21,15 @@ describe('serve and worker while NATS cannot be reached', () => {
     for (const dir of dirs) await rm(dir, { recursive: true, force: true });
   });
 
-  it.each(['serve', 'worker'])('%s waits, then exits 1 naming the server', async (command) => {
+  it.each([
+    ['serve', 'a port nothing listens on', 'connect ECONNREFUSED'],
+    ['worker', 'a port nothing listens on', 'connect ECONNREFUSED'],
+    // A name not in DNS yet (a compose service or a Kubernetes Service still starting).
+    ['worker', 'a host name that does not resolve', 'getaddrinfo ENOTFOUND'],
+  ])('%s, with NATS_URL at %s, waits, then exits 1 naming the server', async (command, where, reason) => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-serve-'));
     dirs.push(dataDir);
-    // A port nothing listens on.
-    const natsUrl = `nats://127.0.0.1:${await freePort()}`;
+    const natsUrl = where === 'a port nothing listens on' ? `nats://127.0.0.1:${await freePort()}` : 'nats://nats-not-there.invalid:4222';
     const result = await runCliToExit([command], {
       env: {
         ...process.env,
@@ -42,8 +46,10 @@ describe('serve and worker while NATS cannot be reached', () => {
     });
     expect(result.code, result.stderr).toBe(1);
     const lines = result.stderr.trim().split('\n');
-    expect(lines.at(-1)).toMatch(new RegExp(`^the broker is temporarily unavailable: cannot reach NATS at ${natsUrl}: connect ECONNREFUSED`));
+    expect(lines.at(-1)).toMatch(new RegExp(`^the broker is temporarily unavailable: cannot reach NATS at ${natsUrl}: ${reason}`));
     expect(result.stderr).not.toMatch(/\n\s+at /);
+    // It waited (NATS_STARTUP_WAIT_MS), saying so, before giving up.
+    expect(result.output).toMatch(/NATS not reachable yet; waiting/);
   }, 60_000);
 
   it('a server that takes the connection and never answers is given up after one connect timeout (5 s), not the driver’s 20 s', async () => {
