@@ -6,7 +6,7 @@ const BENCHES: Record<string, string> = {
   qr: './qr.ts',
   scale: './scale.ts',
   scan: './scan.ts',
-  'scan-check': './scan-check.ts',
+  'scan-check': './scan-check-table.ts',
   'scan-corpus': './scan-corpus.ts',
   'scan-regen': './scan-regen.ts',
   worker: './worker.ts',

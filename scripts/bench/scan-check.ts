@@ -71,6 +71,8 @@ async function time(image: RawImage, options: ScanOptions, runs: number, expectS
 
 /** Median and p95 (nearest rank) of durations in ms; callers format them. */
 export function summarize(durations: readonly number[]): Timing {
+  // Nothing measured (no image was repaired, say): NaN, which a report prints as such.
+  if (durations.length === 0) return { medianMs: NaN, p95Ms: NaN };
   const ms = [...durations].sort((a, b) => a - b);
   const at = (q: number) => ms[Math.min(ms.length - 1, Math.max(0, Math.ceil(q * ms.length) - 1))]!;
   return { medianMs: at(0.5), p95Ms: at(0.95) };

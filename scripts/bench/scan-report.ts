@@ -80,6 +80,8 @@ export interface Report {
   readonly heldOut: number;
   readonly jobs: number;
   readonly wallS: number;
+  /** Which shard of how many wrote it, and over how many images in all (--merge checks they fit together). */
+  readonly shard?: { readonly index: number; readonly of: number; readonly images: number };
 }
 
 const pct = (n: number, d: number) => (d === 0 ? 'n/a' : `${((100 * n) / d).toFixed(1)}%`);

@@ -101,7 +101,9 @@ if (values.timing || values.calibrate) {
   process.exit(0);
 }
 if (values.merge) {
-  const parts = await Promise.all(values.merge.split(',').map(async (file) => JSON.parse(await readFile(file, 'utf8')) as Report));
+  const files = values.merge.split(',');
+  const parts = await Promise.all(files.map(async (file) => JSON.parse(await readFile(file, 'utf8')) as Report));
+  checkShards(files, parts);
   const rows = parts.flatMap((p) => p.rows).sort((a, b) => a.index - b.index);
   const controls = parts.flatMap((p) => p.controls);
   report({ ...parts[0]!, rows, controls, jobs: parts.reduce((n, p) => n + p.jobs, 0), wallS: Math.max(...parts.map((p) => p.wallS)) });
@@ -109,6 +111,7 @@ if (values.merge) {
 }
 const total = Number(values.images);
 const seed = Number(values.seed);
+if (!(Number.isInteger(seed) && seed >= 1)) throw new Error('--seed must be a positive integer');
 const mode = values.mode as QrRepairMode;
 const steps = Number(values.steps);
 const heldOut = Number(values['held-out']);
@@ -229,6 +232,7 @@ function start(job: Job, index: number): Promise<Prepared> {
   });
 }
 
+if (list.length === 0) throw new Error(`--shard ${shard}/${shards} has no jobs: ${total} images make ${allJobs.length} jobs; use at most ${allJobs.length} shards`);
 const t0 = performance.now();
 let next = start(list[0]!, 0);
 for (let j = 0; j < list.length; j++) {
@@ -319,7 +323,24 @@ for (let j = 0; j < list.length; j++) {
 process.stderr.write('\n');
 await client.close();
 zxingJava?.close();
-const figures: Report = { rows, controls, mode, seed, steps, heldOut, jobs: list.length, wallS: (performance.now() - t0) / 1000 };
+const figures: Report = { rows, controls, mode, seed, steps, heldOut, jobs: list.length, wallS: (performance.now() - t0) / 1000, shard: { index: shard, of: shards, images: total } };
 if (values.rows) await writeFile(values.rows, JSON.stringify(figures));
 if (values.pairs) await writeFile(join(values.pairs, `pairs-${shard}.json`), JSON.stringify(pairs, null, 1));
 report(figures);
+
+/**
+ * The shards' files fit together: one run's settings (images, seed, mode, steps, held-out
+ * captures), and each shard 0..N-1 exactly once; a file given twice, or one missing, would
+ * report other figures than the run's without saying so.
+ */
+function checkShards(files: readonly string[], parts: readonly Report[]): void {
+  const settings = (p: Report) => JSON.stringify({ of: p.shard?.of, images: p.shard?.images, seed: p.seed, mode: p.mode, steps: p.steps, heldOut: p.heldOut });
+  parts.forEach((p, i) => {
+    if (!p.shard) throw new Error(`--merge: ${files[i]} does not say which shard it is (written before shards were recorded); run it again`);
+    if (settings(p) !== settings(parts[0]!)) throw new Error(`--merge: ${files[i]} is from another run than ${files[0]} (${settings(p)} vs ${settings(parts[0]!)})`);
+  });
+  const of = parts[0]!.shard!.of;
+  const seen = parts.map((p) => p.shard!.index).sort((a, b) => a - b);
+  const expected = Array.from({ length: of }, (_, i) => i);
+  if (JSON.stringify(seen) !== JSON.stringify(expected)) throw new Error(`--merge: the files are shards ${seen.join(', ')} of ${of}; give each of 0..${of - 1} once`);
+}

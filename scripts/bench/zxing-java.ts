@@ -1,8 +1,10 @@
 /**
  * An optional referee for the scan bench: Java ZXing, the original library (Debian's
  * libzxing-core-java, `apt-get install default-jre-headless libzxing-core-java`), which phone
- * apps built on ZXing and many scan tests run. ZXing-C++ in the verdict derives from it but has
- * its own detector, so the Java library is a referee of its own. It is not on npm; the bench uses
+ * apps built on ZXing and many scan tests run. It is not independent of the verdict: the verdict's
+ * `zxingjava` family is @zxing/library, its JavaScript port (same binarizer and reader), so on
+ * held-out captures it says whether the verdict generalizes, as ZBar does; OpenCV is the
+ * independent referee (docs/scan-repair.md). It is not on npm; the bench uses
  * it only where it is installed and says so. One long-lived JVM (ZxingJavaReferee.java, run by
  * the JDK's source launcher); images go over stdin as luminance.
  */
