@@ -331,12 +331,29 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
     await page.waitForSelector('#result-images .badge');
     await noHorizontalScroll(page);
     await shoot(page, 'result-phone', { selector: '#result-card' });
+    // The status line is a live region, and says what a finished prediction gave.
+    expect(await page.getAttribute('#result-card .status', 'role')).toBe('status');
+    expect((await page.textContent('#result-message'))?.trim()).toBe('Done. 1 image, it scans.');
     await page.click('#history-prev');
     await waitFor(async () => ((await page.textContent('#history-page')) === 'page 1 of 2' ? true : undefined));
-    await page.click('#history-list li button');
+    // A refunded prediction is listed as refunded, not at its full price.
+    expect(await page.textContent('#history-list li:first-child small')).toContain('credits (refunded)');
+    // Opened from the keyboard: the list redraws (its status is final) and the focus stays on the item.
+    const first = await page.$('#history-list li button');
+    const id = await first!.getAttribute('data-id');
+    await first!.focus();
+    await page.keyboard.press('Enter');
     await page.waitForSelector('#result-card[data-status="failed"]');
+    await page.waitForFunction((el: Element) => !el.isConnected, first, { timeout: 10_000 });
+    expect(await page.evaluate(() => document.activeElement?.dataset?.id)).toBe(id);
     expect(await page.textContent('#result-error')).toMatch(/image/i);
     expect(await page.textContent('#result-id')).toContain('(refunded)');
+    // A finished one opened after a failed one: its bar says finished, not "stopped".
+    await page.click('#history-next');
+    await waitFor(async () => ((await page.textContent('#history-page')) === 'page 2 of 2' ? true : undefined));
+    await page.click('#history-list li button');
+    await page.waitForSelector('#result-card[data-status="executed"]');
+    expect(await page.getAttribute('#progress-bar', 'aria-valuetext')).toBe('finished');
     await close(page);
   });
 
@@ -468,6 +485,35 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
       expect(await page.textContent('#progress-text')).toBe('');
       // Determinate: an indeterminate bar would still look at work.
       expect(await page.getAttribute('#progress-bar', 'value')).toBe('0');
+      await close(page);
+    });
+
+    it('a service that comes back clears "could not reach" and is followed live again', async () => {
+      const page = await open(DESKTOP, KEY);
+      let streams = 0;
+      let down = true;
+      await page.route('**/v1/predictions/queue', (route) => route.fulfill({ json: { success: true, data: record('queued') } }));
+      const stream = (step: number) => ({
+        headers: { 'content-type': 'text/event-stream' },
+        body: `event: prediction\ndata: ${JSON.stringify(record('executing'))}\n\nevent: progress\ndata: {"step":${step},"total":10}\n\n`,
+      });
+      // The first stream tells step 3 and ends; then the service is away; the stream opened once it is back tells step 5.
+      await page.route(`**/v1/predictions/${FAKE_ID}/events`, (route) => {
+        streams++;
+        if (streams === 1) return route.fulfill(stream(3));
+        return down ? route.abort('connectionrefused') : route.fulfill(stream(5));
+      });
+      await page.route(`**/v1/predictions/${FAKE_ID}`, (route) =>
+        down ? route.abort('connectionrefused') : route.fulfill({ json: { success: true, data: record('executing') } }),
+      );
+      await page.fill('[name=prompt]', 'a lighthouse');
+      await page.fill('[name=qrContent]', 'https://example.com/l');
+      await page.click('#create-button');
+      await waitFor(async () => ((await page.textContent('#progress-text'))?.startsWith('Could not reach the service') ? true : undefined));
+      down = false;
+      await waitFor(async () => ((await page.textContent('#progress-text'))?.startsWith('Step 5 of 10') ? true : undefined));
+      expect(await page.textContent('#progress-text')).not.toContain('Could not reach');
+      expect(streams).toBeGreaterThanOrEqual(2);
       await close(page);
     });
 

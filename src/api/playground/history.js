@@ -34,7 +34,7 @@ export function historyView({ list, note, prev, next, pageLabel, onOpen, onError
     title.textContent = doc.input?.prompt ?? doc.input?.qrText ?? doc.input?.image ?? doc.id;
     const meta = document.createElement('small');
     const when = doc.completedAt ?? doc.startedAt;
-    meta.textContent = `${(doc.input?.workflow ?? '').replace('generate_qr_art', 'qr art')} · ${Number(doc.credits ?? 0).toFixed(2)} credits${when ? ` · ${new Date(when).toLocaleString()}` : ''}`;
+    meta.textContent = `${(doc.input?.workflow ?? '').replace('generate_qr_art', 'qr art')} · ${Number(doc.credits ?? 0).toFixed(2)} credits${doc.refunded ? ' (refunded)' : ''}${when ? ` · ${new Date(when).toLocaleString()}` : ''}`;
     text.append(title, meta);
     const chip = document.createElement('span');
     chip.className = `chip ${doc.status}`;
@@ -57,7 +57,10 @@ export function historyView({ list, note, prev, next, pageLabel, onOpen, onError
     try {
       const page = await listPredictions(key, PAGE_SIZE, offset);
       if (mine !== latest) return;
+      // Redrawing the list (a status changed) must not drop the keyboard's place in it.
+      const focusedId = list.contains(document.activeElement) ? document.activeElement.dataset.id : undefined;
       list.replaceChildren(...page.docs.map(item));
+      if (focusedId) list.querySelector(`[data-id="${CSS.escape(focusedId)}"]`)?.focus();
       note.textContent = page.totalDocs === 0 ? 'Nothing yet: your predictions will appear here.' : `${page.totalDocs} in all. Tap one to open it.`;
       prev.disabled = !page.hasPrevPage;
       next.disabled = !page.hasNextPage;

@@ -82,13 +82,15 @@ export function resultView(elements) {
     card.dataset.status = record.status;
     status.textContent = record.status;
     status.className = `chip ${record.status}`;
-    message.textContent = STATUS_TEXT[record.status] ?? '';
+    // The status line is a live region: a screen reader hears each change, and with "Done." what came of it.
+    message.textContent = record.status === 'executed' ? `${STATUS_TEXT.executed} ${resultSummary(record)}` : (STATUS_TEXT[record.status] ?? '');
     idLine.textContent = `Prediction ${record.id} · ${record.input?.workflow ?? ''} · ${Number(record.credits ?? 0).toFixed(2)} credits${record.refunded ? ' (refunded)' : ''}`;
     if (record.status === 'executed' && lastProgress) setProgress(lastProgress.total, lastProgress.total);
     else if (record.status === 'executed') {
       // Opened after the fact: no steps to tell, only that it is finished.
       bar.max = 1;
       bar.value = 1;
+      bar.setAttribute('aria-valuetext', 'finished');
       barText.textContent = 'Finished';
     }
     else if (record.status === 'failed') {
@@ -98,7 +100,9 @@ export function resultView(elements) {
       bar.setAttribute('aria-valuetext', 'stopped');
       barText.textContent = '';
     }
-    else if (record.status === 'queued' || !lastProgress) setProgress(0, 0);
+    // Executing: the last step heard, redrawn so that a line about a lost connection goes once the service answers again.
+    else if (record.status === 'executing' && lastProgress) setProgress(lastProgress.step, lastProgress.total);
+    else setProgress(0, 0);
     if (record.status === 'failed' || (typeof record.output === 'string' && record.output)) {
       error.textContent = record.error?.message ?? (typeof record.output === 'string' && record.output ? record.output : 'The prediction failed.');
       error.hidden = false;
@@ -111,16 +115,23 @@ export function resultView(elements) {
     renderImages(record);
   }
 
+  /**
+   * Asks every 2 s until the prediction ends ('done'), or until the service answers again after
+   * it could not be reached ('back': its event stream is worth another try).
+   */
   async function poll(key, id, signal, onChange) {
+    let unreachable = false;
     for (;;) {
-      if (signal.aborted) return;
+      if (signal.aborted) return 'done';
       try {
         const record = await getPrediction(key, id, signal);
         onChange(record);
-        if (TERMINAL.has(record.status)) return;
+        if (TERMINAL.has(record.status)) return 'done';
+        if (unreachable) return 'back';
       } catch (e) {
-        if (signal.aborted) return;
+        if (signal.aborted) return 'done';
         if (e instanceof ApiError && (e.status === 401 || e.status === 404)) throw e;
+        unreachable = true;
         barText.textContent = `Could not reach the service (${e.message}); trying again…`;
       }
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
@@ -145,45 +156,63 @@ export function resultView(elements) {
       card.scrollIntoView({ behavior: 'smooth', block: 'start' });
       if (TERMINAL.has(record.status)) return;
       let last = record;
-      try {
-        await streamEvents(key, record.id, {
-          signal: controller.signal,
-          onPrediction: (next) => {
+      for (;;) {
+        card.dataset.updates = 'stream';
+        polling = false;
+        if (lastProgress) setProgress(lastProgress.step, lastProgress.total);
+        try {
+          await streamEvents(key, record.id, {
+            signal: controller.signal,
+            onPrediction: (next) => {
+              last = next;
+              changed(next);
+            },
+            onProgress: ({ step, total }) => {
+              if (controller.signal.aborted || TERMINAL.has(last.status)) return;
+              lastProgress = { step, total };
+              setProgress(step, total);
+            },
+          });
+          if (TERMINAL.has(last.status) || controller.signal.aborted) return;
+        } catch (e) {
+          if (controller.signal.aborted) return;
+          if (e instanceof ApiError && (e.status === 401 || e.status === 404)) {
+            error.textContent = e.message;
+            error.hidden = false;
+            return;
+          }
+        }
+        // The stream failed or ended early: ask every 2 s instead, and open it again once a
+        // service that could not be reached answers again.
+        card.dataset.updates = 'polling';
+        polling = true;
+        if (lastProgress) setProgress(lastProgress.step, lastProgress.total);
+        else setProgress(0, 0);
+        try {
+          const outcome = await poll(key, record.id, controller.signal, (next) => {
             last = next;
             changed(next);
-          },
-          onProgress: ({ step, total }) => {
-            if (controller.signal.aborted || TERMINAL.has(last.status)) return;
-            lastProgress = { step, total };
-            setProgress(step, total);
-          },
-        });
-        if (TERMINAL.has(last.status) || controller.signal.aborted) return;
-      } catch (e) {
-        if (controller.signal.aborted) return;
-        if (e instanceof ApiError && (e.status === 401 || e.status === 404)) {
+          });
+          if (outcome === 'done') return;
+        } catch (e) {
           error.textContent = e.message;
           error.hidden = false;
           return;
         }
-      }
-      // The stream failed or ended early: ask every 2 s instead.
-      card.dataset.updates = 'polling';
-      polling = true;
-      if (lastProgress) setProgress(lastProgress.step, lastProgress.total);
-      else setProgress(0, 0);
-      try {
-        await poll(key, record.id, controller.signal, (next) => {
-          last = next;
-          changed(next);
-        });
-      } catch (e) {
-        error.textContent = e.message;
-        error.hidden = false;
       }
     },
     stop() {
       following?.abort();
     },
   };
+}
+
+/** What a finished prediction gave, in words: how many images, and how many of them scan. */
+function resultSummary(record) {
+  const count = record.output && typeof record.output === 'object' && Array.isArray(record.output.images) ? record.output.images.length : 0;
+  if (count === 0) return '';
+  const images = `${count} image${count === 1 ? '' : 's'}`;
+  if (!Array.isArray(record.isScanables)) return `${images}.`;
+  const scanning = record.isScanables.filter((v) => v === true).length;
+  return `${images}, ${scanning === count ? (count === 1 ? 'it scans' : 'all scan') : `${scanning} of ${count} scan`}.`;
 }
