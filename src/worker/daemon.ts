@@ -32,6 +32,12 @@ export interface WorkerDaemonOptions {
   metrics?: WorkerMetrics;
   /** The consumer's MaxDeliver (JOB_MAX_DELIVER): a job whose input was away for now is handed back before its last attempt. */
   maxDeliver: number;
+  /**
+   * False while the device cannot start a job (the inference thread being replaced after a hung
+   * or crashed run): no job is pulled meanwhile, so the next waits in the stream for a worker
+   * that can run it. Polled; true when not given.
+   */
+  deviceAccepting?: () => boolean;
 }
 
 export interface WorkerDaemon {
@@ -61,6 +67,8 @@ const TRANSIENT_RETRY_MS = 5000;
 const RECONNECT_POLL_MS = 250;
 /** How long one pull waits for a job. */
 const PULL_EXPIRES_MS = 2000;
+/** How often a worker whose device cannot start a job looks again. */
+const DEVICE_POLL_MS = 100;
 
 /**
  * Where a job goes: pulled from the shared durable consumer, held (heartbeating) until the device
@@ -120,6 +128,7 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
       return;
     }
     const log = logger.child({ predictionId: job.id, workflow: job.workflow, delivery: msg.info.deliveryCount });
+    log.debug('job received');
     const heartbeat = setInterval(() => msg.working(), options.heartbeatMs);
     const started = Date.now();
     let executing: Promise<void> | undefined;
@@ -225,8 +234,13 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
   /** Waits until the device has room for another job and the hand for another message. */
   async function room(): Promise<void> {
     const deviceBusy = (): number => [...held.values()].filter((h) => h.device).length;
-    while (pulling && (deviceBusy() >= deviceSlots || held.size >= options.maxInHand)) {
-      await new Promise<void>((resolve) => (wake = resolve));
+    const accepting = options.deviceAccepting ?? (() => true);
+    while (pulling && (deviceBusy() >= deviceSlots || held.size >= options.maxInHand || !accepting())) {
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        // The device comes back without a job changing: look again shortly.
+        if (!accepting()) setTimeout(resolve, DEVICE_POLL_MS);
+      });
     }
   }
 

@@ -162,6 +162,16 @@ export class InferenceClient {
     return this.stateNow;
   }
 
+  /**
+   * Whether a request sent now would start soon: the thread is ready and not still running one
+   * its caller gave up (an abort it has not reached, a hung run about to be terminated and the
+   * thread restarted). While false, a worker should take no new job: it would wait here, held
+   * from workers that could run it.
+   */
+  get accepting(): boolean {
+    return this.stateNow === 'ready' && ![...this.pending.values()].some((p) => p.settled && p.started);
+  }
+
   /** Requests the thread holds or will get (running, queued, or waiting for a restarted thread). */
   get inFlight(): number {
     return [...this.pending.values()].filter((p) => !p.settled).length;

@@ -177,6 +177,25 @@ describe('device faults (fault injection on CPU, real nats-server, worker proces
     expect((await scrape(`${stack.api.metricsAddress}/metrics`)).value('qrart_credits_refunded_total')).toBeGreaterThanOrEqual(created.credits);
   }, 240_000);
 
+  it('while its inference thread is replaced after a hung run, the worker takes no new job: the next one waits in the stream until the thread is ready', async () => {
+    // Every thread hangs on its third denoiser run, so both jobs end worker_gave_up; what matters is when the second is taken.
+    const w = worker('restart-pull', { QR_ART_FAULT_INJECTION: 'hang:denoiser:3', JOB_TIMEOUT_MS: '3000', JOB_ABORT_GRACE_MS: '1000', WORKER_PREFETCH: '0' });
+    await w.waitForRecord(isPulling, 90_000);
+    const hung = await api().create(job('restart-hung'));
+    await w.waitForRecord((r) => r.predictionId === hung.id && r.msg === 'job received', 60_000);
+    const next = await api().create(job('restart-next'));
+    await w.waitForRecord((r) => r.predictionId === next.id && r.msg === 'job received', 90_000);
+    const records = w.records();
+    const terminating = records.findIndex((r) => r.msg === 'inference thread did not stop after an abort; terminating it');
+    const readyAgain = records.findIndex((r, i) => i > terminating && r.msg === 'inference thread ready');
+    const taken = records.findIndex((r) => r.predictionId === next.id && r.msg === 'job received');
+    expect(terminating).toBeGreaterThan(-1);
+    expect(readyAgain).toBeGreaterThan(terminating);
+    expect(taken).toBeGreaterThan(readyAgain);
+    // Both end (each attempt hangs), refunded, before the next test's worker could take them.
+    for (const id of [hung.id, next.id]) expect(await waitForStatus(stack, KEY, id, ['failed'], 120_000)).toMatchObject({ status: 'failed', refunded: true });
+  }, 300_000);
+
   it('a run stuck in native code (the thread cannot even be terminated): its job goes back, the worker exits, another one executes it', async () => {
     const w = worker('stuck', { QR_ART_FAULT_INJECTION: 'stuck:denoiser:3', JOB_TIMEOUT_MS: '3000', JOB_ABORT_GRACE_MS: '1000' });
     await w.waitForRecord(isPulling, 90_000);
