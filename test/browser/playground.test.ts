@@ -577,6 +577,52 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
       await close(page);
     });
 
+    it('live checks: an error is not announced again at each pause in typing, errors of emptied fields go, a canvas too large is said; a refused Create\'s banner goes with the next edit', async () => {
+      const page = await open(DESKTOP, KEY);
+      expect((await page.getAttribute('#api-key', 'aria-describedby'))?.split(' ')).toContain('error-x-api-key');
+      await page.fill('[name=prompt]', 'a harbour at dawn');
+      await page.fill('[name=qrContent]', 'https://example.com/harbour');
+      await page.fill('[name=qrRatio]', '5');
+      await page.waitForSelector('#error-qrRatio:not([hidden])');
+      // Every rewrite of a role=alert slot is announced: count them while the prompt is typed, pausing past each check.
+      await page.evaluate(() => {
+        window.rewrites = 0;
+        new MutationObserver((records: unknown[]) => (window.rewrites += records.length)).observe(document.getElementById('error-qrRatio'), { childList: true, characterData: true, subtree: true, attributes: true });
+      });
+      for (const letter of 'boats') {
+        await page.locator('[name=prompt]').press('End');
+        await page.keyboard.type(letter);
+        await new Promise((resolve) => setTimeout(resolve, 600));
+      }
+      expect(await page.evaluate(() => window.rewrites)).toBe(0);
+      expect(await page.isHidden('#error-qrRatio')).toBe(false);
+      // qrRatio emptied while another number cannot be read: its old error goes, the unreadable one's stays.
+      await page.fill('[name=qrRatio]', '');
+      await page.locator('[name=qrX]').pressSequentially('1e');
+      await waitFor(async () => ((await page.isHidden('#error-qrRatio')) ? true : undefined));
+
+      // A refused Create's banner (no credits) goes once the form is edited.
+      await page.fill('[name=qrX]', '');
+      await page.route('**/v1/predictions/queue', (route) =>
+        route.fulfill({ status: 402, json: { success: false, error: { code: 'insufficient_credits', message: 'this prediction costs 2.99 credits and the balance is 1', details: [] } } }),
+      );
+      await page.click('#create-button');
+      await page.waitForSelector('#form-error:not([hidden])');
+      await page.locator('[name=prompt]').press('End');
+      await page.keyboard.type('!');
+      expect(await page.isHidden('#form-error')).toBe(true);
+
+      // An outpainted canvas over the size limit: no field to show it beside, so the note says it.
+      await page.selectOption('#workflow', 'outpainting');
+      for (const [name, value] of Object.entries({ image: 'https://example.com/a.png', image_width: '2048', image_height: '1024', padding_left: '1000', padding_right: '1000', padding_top: '0', padding_bottom: '0' })) {
+        await page.fill(`[name=${name}]`, value);
+      }
+      await page.selectOption('[name=type]', 'one_shot');
+      await waitFor(async () => ((await page.textContent('#preview-note'))?.includes('at most') ? true : undefined));
+      expect(await page.textContent('#cost-value')).toBe('–');
+      await close(page);
+    });
+
     it('a number the browser cannot read pauses the preview, which keeps its "Enter a number." and shows no price', async () => {
       const page = await open(DESKTOP, KEY);
       await page.fill('[name=prompt]', 'a harbour at dawn');

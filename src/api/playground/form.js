@@ -222,6 +222,29 @@ export function clearErrors(root, banner) {
   }
 }
 
+/**
+ * Makes the field errors under `root` say `messages` (field name → text) and nothing else,
+ * leaving the fields in `keep` as they are. A slot whose words stay the same is not touched:
+ * live checks run at every pause in typing, and a slot rewritten with the same words would be
+ * announced again (role=alert) while the user types elsewhere.
+ */
+export function syncFieldErrors(root, messages, keep = new Set()) {
+  for (const slot of root.querySelectorAll('.field-error')) {
+    const field = slot.id.slice('error-'.length);
+    if (keep.has(field)) continue;
+    const message = messages.get(field) ?? '';
+    if (slot.textContent === message) continue;
+    const input = root.querySelector(`[name="${CSS.escape(field)}"]`);
+    slot.textContent = message;
+    slot.hidden = !message;
+    if (message) {
+      input?.setAttribute('aria-invalid', 'true');
+      const details = input?.closest('details');
+      if (details) details.open = true;
+    } else input?.removeAttribute('aria-invalid');
+  }
+}
+
 /** Shows one message beside the input named `field`; false when the page has no such input. */
 export function showFieldError(root, field, message) {
   const input = field ? root.querySelector(`[name="${CSS.escape(field)}"]`) : null;

@@ -70,6 +70,7 @@ keyInput.value = storedKey();
 keyInput.addEventListener('change', () => {
   storeKey(currentKey());
   showKeyError(null);
+  banner.hidden = true;
   void history.setKey(currentKey());
 });
 $('key-show').addEventListener('click', (event) => {
@@ -152,6 +153,8 @@ function showWorkflow(name, carried) {
 
 fields.addEventListener('input', (event) => {
   if (event.target.name) touched.add(event.target.name);
+  // A refusal of the last Create (no credits, say) is about what was sent, not what is being typed.
+  banner.hidden = true;
   preview.schedule();
 });
 fields.addEventListener('change', (event) => {

@@ -2,7 +2,7 @@
 // families), the outpainting canvas (drawn here), and the price (POST /v1/predictions/quote).
 // Calls are debounced and the previous one is cancelled, so typing costs a few requests.
 import { ApiError, preview, quote } from './api.js';
-import { clearErrors, showApiError } from './form.js';
+import { syncFieldErrors } from './form.js';
 
 const DEBOUNCE_MS = 350;
 
@@ -86,8 +86,23 @@ export function livePreview({ box, image, note, cost, fields, current, visibleEr
 
   /** Field errors from a live check: only beside fields the user has touched; never a banner. */
   function showLiveErrors(error) {
-    clearErrors(fields);
-    if (error instanceof ApiError && error.status === 400) showApiError(fields, null, error, visibleErrors());
+    const messages = new Map();
+    if (error instanceof ApiError && error.status === 400) {
+      const visible = visibleErrors();
+      for (const detail of error.details) {
+        if (!detail.field || !visible.has(detail.field)) continue;
+        const message = detail.message ?? error.message;
+        messages.set(detail.field, messages.has(detail.field) ? `${messages.get(detail.field)} ${message}` : message);
+      }
+    }
+    syncFieldErrors(fields, messages);
+  }
+
+  /** A live check's error that belongs to no field (an outpainted canvas too large): said in the note, or it would go unsaid until Create. */
+  function generalError(error) {
+    if (!(error instanceof ApiError) || error.status !== 400) return undefined;
+    const detail = error.details.find((d) => !d.field);
+    return detail ? (detail.message ?? error.message) : undefined;
   }
 
   async function run() {
@@ -101,6 +116,8 @@ export function livePreview({ box, image, note, cost, fields, current, visibleEr
     // default's layout and price, and clear the field's "Enter a number." Wait for a number.
     if (unreadable.length > 0) {
       showCost(undefined);
+      // The other fields' errors were about values since changed.
+      syncFieldErrors(fields, new Map(), new Set(unreadable));
       note.textContent = `Enter a number in ${unreadable.join(', ')} to update the preview.`;
       return;
     }
@@ -123,7 +140,7 @@ export function livePreview({ box, image, note, cost, fields, current, visibleEr
         if (mine !== generation) return URL.revokeObjectURL(result.blobUrl);
         setImage(result.blobUrl);
         note.textContent = describeLayout(result.layout, body, schema);
-        clearErrors(fields);
+        syncFieldErrors(fields, new Map());
         if (result.credits !== null) return showCost(result.credits);
       } else if (layout) {
         setImage(null);
@@ -131,7 +148,7 @@ export function livePreview({ box, image, note, cost, fields, current, visibleEr
       }
       const quoted = await quote(body, controller.signal);
       if (mine !== generation) return;
-      clearErrors(fields);
+      syncFieldErrors(fields, new Map());
       showCost(quoted.credits);
     } catch (error) {
       if (controller.signal.aborted || mine !== generation) return;
@@ -150,7 +167,9 @@ export function livePreview({ box, image, note, cost, fields, current, visibleEr
       }
       showCost(undefined);
       showLiveErrors(error);
-      if (layout && body.qrContent) note.textContent = 'Fix the fields marked in red to update the preview.';
+      const general = generalError(error);
+      if (general) note.textContent = general;
+      else if (layout && body.qrContent) note.textContent = 'Fix the fields marked in red to update the preview.';
       else if (!(error instanceof ApiError)) note.textContent = `Preview unavailable: ${error.message}`;
     } finally {
       if (mine === generation) box.classList.remove('loading');
