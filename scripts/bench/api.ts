@@ -17,6 +17,7 @@ const { values } = parseArgs({
 });
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
+if (!(seconds > 0 && Number.isInteger(connections) && connections >= 1)) throw new Error('need --seconds > 0 and --connections >= 1 (a whole number)');
 const KEY = 'bench-key-0123456789abcdef0123456789';
 const root = path.resolve(import.meta.dirname, '../..');
 

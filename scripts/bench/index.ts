@@ -18,4 +18,12 @@ if (!name || !(name in BENCHES)) {
   process.exit(1);
 }
 process.argv.splice(2, 1);
+if (process.argv.includes('--help') || process.argv.includes('-h')) {
+  // Each bench says what it measures and how it is called in its opening comment: that is its help.
+  const { readFile } = await import('node:fs/promises');
+  const source = await readFile(new URL(BENCHES[name]!, import.meta.url), 'utf8');
+  const header = /^\/\*\*([\s\S]*?)\*\//.exec(source)?.[1] ?? '';
+  console.log(header.split('\n').map((line) => line.replace(/^ ?\* ?/, '')).join('\n').trim());
+  process.exit(0);
+}
 await import(BENCHES[name]!);

@@ -71,8 +71,14 @@ const stabilizationMs = Number(values['stabilization-s']) * 1000;
 const podStartMs = Number(values['pod-start-ms']);
 const prefetch = Number(values.prefetch);
 const concurrency = Number(values.concurrency);
-if (!(jobs >= 1 && deviceMs >= 0 && lagThresholds.every((t) => t > 0) && maxReplicas >= 1 && pollMs >= 100 && prefetch >= 0 && concurrency >= 1)) {
-  throw new Error('need --jobs >= 1, --device-ms >= 0, --lag-threshold > 0 (comma list), --max >= 1, --poll-ms >= 100, --prefetch >= 0, --concurrency >= 1');
+// Comparisons with NaN (a flag that is not a number) are false, so each is refused here, not left to hang a wait.
+if (
+  !(jobs >= 1 && deviceMs >= 0 && lagThresholds.every((t) => t > 0) && activation >= 0 && maxReplicas >= 1 && pollMs >= 100 && prefetch >= 0 && concurrency >= 1) ||
+  !(cooldownMs >= 0 && stabilizationMs >= 0 && podStartMs >= 0)
+) {
+  throw new Error(
+    'need --jobs >= 1, --device-ms >= 0, --lag-threshold > 0 (comma list), --activation >= 0, --max >= 1, --poll-ms >= 100, --cooldown-s, --stabilization-s and --pod-start-ms >= 0, --prefetch >= 0, --concurrency >= 1',
+  );
 }
 const ACK_WAIT_MS = 60_000;
 const logger = pino({ level: 'warn', base: undefined }, pino.destination(2));
