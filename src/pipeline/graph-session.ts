@@ -211,6 +211,14 @@ function checkValue(path: string, role: GraphRole, side: 'input' | 'output', nam
       fail(`${side} '${name}' has ${size} ${what}, the ${role} role needs ${allowed.join(' or ')}`);
     }
   }
+  if (c.sized) {
+    const fixed = tm.shape.slice(-2).filter((size) => typeof size === 'number' && size > 0);
+    if (tm.shape.length >= 2 && fixed.length > 0) {
+      fail(
+        `${side} '${name}' has a fixed height or width [${tm.shape.join(', ')}]; every output size runs through the ${role} role, so export it with dynamic height and width axes`,
+      );
+    }
+  }
   return { role: c.role, name, type: tm.type, shape: tm.shape };
 }
 

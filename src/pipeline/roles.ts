@@ -18,6 +18,12 @@ export interface IoContract {
   readonly ranks: readonly number[];
   /** Fixed sizes some axes must have when the graph fixes them: axis → allowed sizes. */
   readonly dims?: Readonly<Record<number, readonly number[]>>;
+  /**
+   * The value is as tall and wide as the output (or a fixed fraction of it): its last two axes
+   * must be symbolic. A graph exported at one size would start and then fail every job at
+   * another aspect ratio or resolution, after its whole generation.
+   */
+  readonly sized?: true;
   readonly optional?: boolean;
 }
 
@@ -26,11 +32,13 @@ export interface RoleContract {
   readonly outputs: readonly IoContract[];
 }
 
-const latent = (role: string, channels: number[]): IoContract => ({ role, types: FLOATS, ranks: [4], dims: { 1: channels } });
+const latent = (role: string, channels: number[]): IoContract => ({ role, types: FLOATS, ranks: [4], dims: { 1: channels }, sized: true });
 const image = (role: string): IoContract => ({ role, types: FLOATS, ranks: [4], dims: { 1: [3] } });
+/** An image at the output's size (the VAE's, the control image): unlike a classifier's input, never fixed. */
+const canvas = (role: string): IoContract => ({ ...image(role), sized: true });
 const timestep: IoContract = { role: 'timestep', types: TIMESTEP_TYPES, ranks: [0, 1] };
 const hidden: IoContract = { role: 'encoder_hidden_states', types: FLOATS, ranks: [3] };
-const residuals: IoContract[] = CONTROL_RESIDUALS.map((r) => ({ role: r.role, types: FLOATS, ranks: [4], dims: { 1: [r.channels] } }));
+const residuals: IoContract[] = CONTROL_RESIDUALS.map((r) => ({ role: r.role, types: FLOATS, ranks: [4], dims: { 1: [r.channels] }, sized: true }));
 /** A full LCM checkpoint's guidance embedding [B, time_cond_proj_dim] (lcm-guidance.ts); LCM-LoRA and plain UNets have none. */
 const timestepCond: IoContract = { role: 'timestep_cond', types: FLOATS, ranks: [2], optional: true };
 
@@ -48,7 +56,7 @@ export const ROLE_CONTRACTS: Readonly<Record<GraphRole, RoleContract>> = {
       latent('sample', [4]),
       timestep,
       hidden,
-      image('controlnet_cond'),
+      canvas('controlnet_cond'),
       // Optional so a ControlNet exported without one (OnnxStack/Amuse trace it as a constant)
       // reaches the pair check (seams.ts), which refuses it naming the fix.
       { role: 'conditioning_scale', types: SCALES, ranks: [0, 1], optional: true },
@@ -70,21 +78,21 @@ export const ROLE_CONTRACTS: Readonly<Record<GraphRole, RoleContract>> = {
       latent('sample', [4]),
       timestep,
       hidden,
-      { role: 'controlnet_cond', types: [...FLOATS, 'uint8'], ranks: [4, 5] },
+      { role: 'controlnet_cond', types: [...FLOATS, 'uint8'], ranks: [4, 5], sized: true },
       { role: 'conditioning_scale', types: SCALES, ranks: [0, 1, 2] },
       { role: 'guidance_scale', types: SCALES, ranks: [0, 1], optional: true },
       timestepCond,
     ],
     outputs: [latent('noise_pred', [4])],
   },
-  vae_decoder: { inputs: [latent('latent_sample', [4])], outputs: [image('sample')] },
+  vae_decoder: { inputs: [latent('latent_sample', [4])], outputs: [canvas('sample')] },
   // The fallback for an fp16 decoder that overflows: float32 through and through, or it would overflow the same way.
   vae_decoder_fp32: {
     inputs: [{ ...latent('latent_sample', [4]), types: ['float32'] }],
-    outputs: [{ ...image('sample'), types: ['float32'] }],
+    outputs: [{ ...canvas('sample'), types: ['float32'] }],
   },
   // Older optimum exports give `latent_sample` (4 ch), newer ones `latent_parameters` (mean ‖ logvar, 8 ch).
-  vae_encoder: { inputs: [image('sample')], outputs: [latent('latent_sample', [4, 8])] },
+  vae_encoder: { inputs: [canvas('sample')], outputs: [latent('latent_sample', [4, 8])] },
   safety_checker: {
     inputs: [image('clip_input'), { role: 'images', types: FLOATS, ranks: [4], dims: { 3: [3] }, optional: true }],
     outputs: [{ role: 'has_nsfw_concepts', types: ['bool'], ranks: [1] }],

@@ -11,6 +11,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GraphBuilder } from '../../scripts/demo-models/graph.ts';
 import { CONTROL_RESIDUALS } from '../../src/onnx/control-residuals.ts';
+import { decodeModel, encodeModel, valueInfo } from '../../src/onnx/proto.ts';
 import { loadManifest, parseManifest, resolveOutpainting, resolveWorkflow, type Manifest } from '../../src/pipeline/manifest.ts';
 import { GraphSession } from '../../src/pipeline/graph-session.ts';
 import { createSessions, ProviderUnavailableError, type SessionOptions } from '../../src/pipeline/sessions.ts';
@@ -186,6 +187,19 @@ describe('manifest errors name the file and the problem', () => {
     const file = await pairVariant('nine', (m) => (m.models['demo-sd15'].graphs.unet.path = resolve(MODELS_DIR, 'demo/unet_inpaint/model.onnx')));
     await expect(createSessions(await loadManifest(file), cpu)).rejects.toThrow(
       /models\/demo\/unet_inpaint\/model\.onnx: input 'sample' has 9 channels, the unet role needs 4/,
+    );
+  });
+
+  it('a VAE or denoiser exported at one fixed size, which would fail every job at another size after its whole generation', async () => {
+    // The demo VAE decoder as a static-shape export at 768 px: latent_sample [1, 4, 96, 96].
+    const fixed = decodeModel(await readFile(resolve(MODELS_DIR, 'demo/vae_decoder/model.onnx')));
+    fixed.graph!.input[0] = valueInfo('latent_sample', 'float32', [1, 4, 96, 96]);
+    fixed.graph!.output[0] = valueInfo('sample', 'float32', [1, 3, 768, 768]);
+    await mkdir(join(dir, 'vae-fixed'), { recursive: true });
+    await writeFile(join(dir, 'vae-fixed/model.onnx'), encodeModel(fixed));
+    const file = await variant('vae-fixed', (m) => (m.models['demo-sd15'].graphs.vae_decoder.path = join(dir, 'vae-fixed/model.onnx')));
+    await expect(createSessions(await loadManifest(file), cpu)).rejects.toThrow(
+      /vae-fixed\/model\.onnx: input 'latent_sample' has a fixed height or width \[1, 4, 96, 96\]; every output size runs through the vae_decoder role, so export it with dynamic height and width axes/,
     );
   });
 
