@@ -17,7 +17,7 @@
  * kernel on the provider (ONNX Runtime's SD optimizer's CUDA-only fusions) is the graph's fault,
  * not the device's: no fallback, and the error names the operators and the fix (refusal-note.ts).
  */
-import { access } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import ort from 'onnxruntime-node';
 import type { Logger } from 'pino';
@@ -202,10 +202,11 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
   const deviceIo = async (): Promise<DeviceIo> => (device ??= await DeviceIo.create(providerOptions(provider)));
   const open = async (file: string, role: GraphRole, spec: GraphSpec): Promise<ort.InferenceSession> => {
     const shown = displayPath(file);
-    try {
-      await access(file);
-    } catch {
-      throw new GraphSessionError(`${shown}: file not found (named in ${displayPath(manifest.file)})`);
+    const found = await stat(file).catch(() => undefined);
+    if (!found) throw new GraphSessionError(`${shown}: file not found (named in ${displayPath(manifest.file)})`);
+    // Exporters write a folder per graph (unet/model.onnx): naming the folder is an easy slip.
+    if (!found.isFile()) {
+      throw new GraphSessionError(`${shown}: is a folder, not a graph file (graphs.${role}.path in ${displayPath(manifest.file)}): name the .onnx file in it`);
     }
     // Loads on every provider, runs on CUDA only: refused before a session is made (packed-attention.ts).
     await checkAttentionRunsOn(provider.provider, file, shown, role);

@@ -178,9 +178,14 @@ describe('manifest errors name the file and the problem', () => {
     await expect(loadManifest(typo)).rejects.toThrow(/models\.demo-sd15\.nsfw\.checker/);
   });
 
-  it('a graph file that does not exist', async () => {
+  it('a graph file that does not exist, and a folder named instead of the file', async () => {
     const file = await variant('missing-graph', (m) => (m.models['demo-sd15'].graphs.denoiser.path = join(dir, 'weights/denoiser/model.onnx')));
     await expect(createSessions(await loadManifest(file), cpu)).rejects.toThrow(/weights\/denoiser\/model\.onnx: file not found \(named in .*missing-graph\.json\)/);
+    // The exporter's folder instead of the file in it.
+    const folder = await variant('folder-graph', (m) => (m.models['demo-sd15'].graphs.vae_decoder.path = resolve(MODELS_DIR, 'demo/vae_decoder')));
+    await expect(createSessions(await loadManifest(folder), cpu)).rejects.toThrow(
+      /demo\/vae_decoder: is a folder, not a graph file \(graphs\.vae_decoder\.path in .*folder-graph\.json\): name the \.onnx file in it/,
+    );
   });
 
   it('a graph with the wrong channel count for its role', async () => {
