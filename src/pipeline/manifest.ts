@@ -270,7 +270,15 @@ export function parseManifest(json: unknown, file: string): Manifest {
   }
   const data = parsed.data;
   const problems: string[] = [];
-  for (const [id, model] of Object.entries(data.models)) problems.push(...nsfwProblems(id, model.nsfw, model.graphs));
+  for (const [id, model] of Object.entries(data.models)) {
+    problems.push(...nsfwProblems(id, model.nsfw, model.graphs));
+    // The captioner is its two graphs together: one alone would be loaded and never run, and a prompt-less outpainting would fail.
+    const [encoder, decoder] = [model.graphs.captioner_encoder, model.graphs.captioner_decoder];
+    if (!encoder !== !decoder) {
+      const [listed, missing] = encoder ? ['captioner_encoder', 'captioner_decoder'] : ['captioner_decoder', 'captioner_encoder'];
+      problems.push(`models.${id}.graphs.${missing}: missing, but graphs.${listed} is listed; the captioner needs both (or neither: outpainting then needs a prompt)`);
+    }
+  }
   for (const [where, settings] of workflowEntries(data)) {
     if (!Object.hasOwn(data.models, settings.model)) {
       problems.push(`${where}.model: '${settings.model}' is not one of the models (${Object.keys(data.models).join(', ')})`);

@@ -178,6 +178,11 @@ describe('manifest errors name the file and the problem', () => {
     await expect(loadManifest(typo)).rejects.toThrow(/models\.demo-sd15\.nsfw\.checker/);
   });
 
+  it('a captioner with one of its two graphs', async () => {
+    const half = await variant('captioner-half', (m) => delete m.models['demo-sd15'].graphs.captioner_encoder);
+    await expect(loadManifest(half)).rejects.toThrow(/models\.demo-sd15\.graphs\.captioner_encoder: missing, but graphs\.captioner_decoder is listed; the captioner needs both/);
+  });
+
   it('a graph file that does not exist, and a folder named instead of the file', async () => {
     const file = await variant('missing-graph', (m) => (m.models['demo-sd15'].graphs.denoiser.path = join(dir, 'weights/denoiser/model.onnx')));
     await expect(createSessions(await loadManifest(file), cpu)).rejects.toThrow(/weights\/denoiser\/model\.onnx: file not found \(named in .*missing-graph\.json\)/);
