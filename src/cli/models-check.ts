@@ -72,9 +72,16 @@ export async function checkManifest(file: string, provider: ExecutionProvider, i
   }
   const timed = new Map<GraphSession, number>();
   setRunObserver((graph, ms) => timed.set(graph, (timed.get(graph) ?? 0) + ms));
+  let stepError: string | undefined;
   try {
     for (const model of sessions.models.values()) {
-      await tinySteps(model, sessions);
+      // A graph that loads but cannot run its step is refused like one that does not load: said, not thrown.
+      try {
+        await tinySteps(model, sessions);
+      } catch (err) {
+        stepError = `model '${model.id}': a step failed: ${(err as Error).message}`;
+        break;
+      }
       for (const row of rows) {
         if (row.model !== model.id) continue;
         const graph = Object.values(model.graphs).find((g) => g?.role === row.role) ?? sessions.denoisersOf(model.id).flatMap((d) => d.graphs).find((g) => g.role === row.role);
@@ -85,7 +92,7 @@ export async function checkManifest(file: string, provider: ExecutionProvider, i
     setRunObserver(undefined);
     await sessions.release();
   }
-  return { rows };
+  return stepError ? { rows, error: stepError } : { rows };
 }
 
 /** One tiny pass through every role a model has loaded. */
@@ -155,7 +162,9 @@ export const CHECK_USAGE = `qr-art models check --manifest FILE [--provider cpu|
 
 Loads every graph of every model in the manifest on the provider (as a worker would), runs one
 tiny step through each role, and prints per graph the export-matrix row it matched
-(docs/models.md §5) and the step's time. Exits 1 when the worker would refuse the manifest.
+(docs/models.md §5) and the step's time. Exits 1 when a graph is refused or its step fails.
+It checks every model listed, where a worker loads only the models its workflows name: a
+broken model no workflow uses is refused here though a worker would start.
 The CUDA device is --device-id, else CUDA_DEVICE_ID, else 0 (the one a worker with the same
 environment uses); INFERENCE_THREADS bounds the CPU threads as for a worker.`;
 

@@ -12,6 +12,10 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { FIXTURES } from '../../scripts/demo-models/exports/index.ts';
+import { checkManifest } from '../../src/cli/models-check.ts';
+import { installFaults, parseFaultSpec } from '../../src/pipeline/fault-injection.ts';
+import { setRunHook } from '../../src/pipeline/graph-session.ts';
+import { parseExecutionProvider } from '../../src/pipeline/providers.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/qr-art.js', import.meta.url));
 const MANIFEST = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
@@ -48,6 +52,18 @@ describe('qr-art models check', () => {
     expect(stderr).toContain('refused: the worker would not start on this manifest');
     expect(stderr).toContain("down_block_0_additional_residual");
     expect(stderr).toContain('docs/models.md §2.2');
+  }, 60_000);
+
+  it('a graph that loads but fails its step is refused, saying which model, not thrown', async () => {
+    // The VAE decoder's first run fails as a device out of memory would (fault injection, in this process).
+    installFaults(parseFaultSpec('oom:vae_decoder:1'));
+    try {
+      const result = await checkManifest(MANIFEST, parseExecutionProvider('cpu'), 1);
+      expect(result.error).toMatch(/^model 'demo-sd15': a step failed: the vae_decoder graph \(\S+\): .*Failed to allocate memory/);
+      expect(result.rows.length).toBeGreaterThan(0);
+    } finally {
+      setRunHook(undefined);
+    }
   }, 60_000);
 
   it('asks for --manifest, a known provider and a whole --device-id (exit 2)', async () => {
