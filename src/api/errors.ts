@@ -136,7 +136,7 @@ function staticFileError(error: Error & { code?: string; statusCode?: number; he
       return new ApiError(412, 'precondition_failed', message, [{ field, rule: 'precondition', message }]);
     }
     case 416: {
-      const message = 'the Range asked for starts past the end of the file';
+      const message = 'the Range asked for lies outside the file (it starts past the end, or ends before it starts)';
       const contentRange = error.headers?.['Content-Range'];
       return new ApiError(416, 'range_not_satisfiable', message, [{ field: 'range', rule: 'satisfiable', message }], undefined, contentRange ? { 'content-range': contentRange } : {});
     }
