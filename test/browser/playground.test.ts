@@ -479,6 +479,13 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
       await page.waitForSelector('#result-card[data-updates="polling"]');
       await waitFor(async () => ((await page.textContent('#progress-text'))?.includes('Step 3 of 10 · Live updates unavailable') ? true : undefined));
       expect(await page.getAttribute('#progress-bar', 'value')).toBe('3');
+      // Each poll answers the same record: the status line (a live region) is not written again, or it would be announced every 2 s.
+      await page.evaluate(() => {
+        window.statusWrites = 0;
+        new MutationObserver((records: unknown[]) => (window.statusWrites += records.length)).observe(document.querySelector('#result-card .status'), { childList: true, characterData: true, subtree: true });
+      });
+      await new Promise((resolve) => setTimeout(resolve, 4500));
+      expect(await page.evaluate(() => window.statusWrites)).toBe(0);
       ended = true;
       await page.waitForSelector('#result-card[data-status="failed"]');
       expect(await page.textContent('#result-error')).toBe('the image could not be fetched');

@@ -80,10 +80,12 @@ export function resultView(elements) {
     if (TERMINAL.has(record.status)) polling = false;
     card.hidden = false;
     card.dataset.status = record.status;
-    status.textContent = record.status;
-    status.className = `chip ${record.status}`;
-    // The status line is a live region: a screen reader hears each change, and with "Done." what came of it.
-    message.textContent = record.status === 'executed' ? `${STATUS_TEXT.executed} ${resultSummary(record)}` : (STATUS_TEXT[record.status] ?? '');
+    // The status line is a live region: a screen reader hears each change, and with "Done." what
+    // came of it. Written only when its words change: polling renders the same record every 2 s,
+    // and each rewrite would be announced again.
+    setText(status, record.status);
+    if (status.className !== `chip ${record.status}`) status.className = `chip ${record.status}`;
+    setText(message, record.status === 'executed' ? `${STATUS_TEXT.executed} ${resultSummary(record)}` : (STATUS_TEXT[record.status] ?? ''));
     idLine.textContent = `Prediction ${record.id} · ${record.input?.workflow ?? ''} · ${Number(record.credits ?? 0).toFixed(2)} credits${record.refunded ? ' (refunded)' : ''}`;
     if (record.status === 'executed' && lastProgress) setProgress(lastProgress.total, lastProgress.total);
     else if (record.status === 'executed') {
@@ -215,4 +217,8 @@ function resultSummary(record) {
   if (!Array.isArray(record.isScanables)) return `${images}.`;
   const scanning = record.isScanables.filter((v) => v === true).length;
   return `${images}, ${scanning === count ? (count === 1 ? 'it scans' : 'all scan') : `${scanning} of ${count} scan`}.`;
+}
+
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
 }
