@@ -19,6 +19,10 @@ import { checkUrlSyntax, isUnsafeUrlError, safeLookup, urlHost } from '../net/sa
 import type { LookupAllFn, OutboundPolicy } from '../net/safe-url.ts';
 import { isImageDecodeError, readImageHeader, SNIFF_BYTES, sniffImageFormat, SUPPORTED_FORMATS_TEXT } from './decode.ts';
 import type { ImageFormat } from './decode.ts';
+import { ByteCollector } from '../util/byte-collector.ts';
+
+/** The body buffer's first size when the server declares no length (it doubles as bytes come). */
+const INITIAL_BODY_BYTES = 64 * 1024;
 
 export type { ImageFormat } from './decode.ts';
 
@@ -283,27 +287,25 @@ function requestOnce(url: URL, ctx: HopContext): Promise<HopResult> {
         );
       }
 
-      const chunks: Buffer[] = [];
-      let received = 0;
+      const body = new ByteCollector(declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : INITIAL_BODY_BYTES, limits.maxBytes);
       let sniffed = false;
       response.on('data', (chunk: Buffer) => {
         if (settled) return;
-        received += chunk.length;
-        if (received > limits.maxBytes) {
+        if (body.size + chunk.length > limits.maxBytes) {
           return fail(new ImageFetchError('too_large', `is too large: more than the ${byteSize(limits.maxBytes)} limit`));
         }
-        chunks.push(chunk);
+        body.push(chunk);
         // Give up on an HTML page or other non-image as soon as its first bytes are in.
-        if (!sniffed && received >= SNIFF_BYTES) {
+        if (!sniffed && body.size >= SNIFF_BYTES) {
           sniffed = true;
-          if (sniffImageFormat(Buffer.concat(chunks, received)) === null) {
+          if (sniffImageFormat(body.bytes()) === null) {
             fail(
               new ImageFetchError('not_an_image', `is not a ${SUPPORTED_FORMATS_TEXT} image (its content does not start like one of these formats)`),
             );
           }
         }
       });
-      response.on('end', () => succeed({ kind: 'body', bytes: Buffer.concat(chunks, received) }));
+      response.on('end', () => succeed({ kind: 'body', bytes: body.bytes() }));
       response.on('close', () => {
         if (!response.complete) fail(cutShort());
       });

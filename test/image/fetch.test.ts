@@ -70,6 +70,15 @@ const routes: Record<string, (req: http.IncomingMessage, res: http.ServerRespons
     s.write(png.subarray(0, 5)); // fewer bytes than the sniff needs, then the rest
     setTimeout(() => s.end(png.subarray(5)), 20);
   },
+  // Every byte its own HTTP chunk (corked, so that they go out together): a body the client must gather, not keep as pieces.
+  '/img/one-byte-chunks.png': (_q, s) => {
+    s.writeHead(200, { 'content-type': 'image/png' });
+    const png = fixtures.bigPng!;
+    s.cork();
+    for (let i = 0; i < png.length; i++) s.write(png.subarray(i, i + 1));
+    s.uncork();
+    s.end();
+  },
   '/text.png': (_q, s) => serve(s, Buffer.from('I am a text file with a .png name\n'), 'image/png'),
   '/page.html': (_q, s) => {
     s.writeHead(200, { 'content-type': 'image/png' });
@@ -199,6 +208,12 @@ describe('fetchImage: served images', () => {
 
   it('reads a chunked body that arrives in pieces', async () => {
     expect(await fetchDev('/img/chunked.png')).toMatchObject({ format: 'png', width: 40, height: 30 });
+  });
+
+  it('gathers a body sent one byte per HTTP chunk into the exact bytes', async () => {
+    const img = await fetchDev('/img/one-byte-chunks.png');
+    expect(img).toMatchObject({ format: 'png', width: 256, height: 256 });
+    expect(Buffer.compare(img.bytes, fixtures.bigPng!)).toBe(0);
   });
 
   it('sends a User-Agent, asks for no content encoding and prefers the decodable formats', async () => {

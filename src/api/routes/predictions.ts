@@ -10,6 +10,7 @@ import { ApiError, invalidRequest, notFound } from '../errors.ts';
 import { pageMeta, parseListQuery } from '../pagination.ts';
 import type { PredictionFeed } from '../../queue/prediction-feed.ts';
 import { predictionEventRoutes } from './prediction-events.ts';
+import { ByteCollector } from '../../util/byte-collector.ts';
 
 export interface PredictionRoutesOptions {
   db: Database;
@@ -139,22 +140,20 @@ async function readJsonBody(request: FastifyRequest, limit: number): Promise<unk
 function readBody(request: FastifyRequest, limit: number): Promise<Buffer> {
   const stream = request.raw;
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
+    const body = new ByteCollector(Math.min(limit, 16 * 1024), limit);
     const stop = () => {
       stream.off('data', onData);
       stream.off('end', onEnd);
       stream.off('error', onError);
     };
     const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= limit) return void chunks.push(chunk);
+      if (body.size + chunk.length <= limit) return void body.push(chunk);
       stop();
       reject(new ApiError(413, 'payload_too_large', `the body exceeds ${limit} bytes`, [{ field: '', rule: 'max_body_size' }]));
     };
     const onEnd = () => {
       stop();
-      resolve(Buffer.concat(chunks));
+      resolve(body.bytes());
     };
     const onError = (error: Error) => {
       stop();
