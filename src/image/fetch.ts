@@ -241,10 +241,11 @@ function requestOnce(url: URL, ctx: HopContext): Promise<HopResult> {
     signal?.addEventListener('abort', onAbort, { once: true });
 
     const remaining = ctx.deadline - Date.now();
+    // Not transient: the host answered but took the whole budget (a drip, a hang). Another
+    // attempt would most likely cost a worker the same wait again, each one refunded: a host of
+    // the client's choosing could hold workers for nothing.
     const totalError = (): ImageFetchError =>
-      new ImageFetchError('timeout', `${NOT_FETCHED} the download did not finish within ${duration(limits.totalTimeoutMs)}`, {
-        transient: true,
-      });
+      new ImageFetchError('timeout', `${NOT_FETCHED} the download did not finish within ${duration(limits.totalTimeoutMs)}`);
     if (remaining <= 0) return fail(totalError());
     totalTimer = setTimeout(() => fail(totalError()), remaining);
     connectTimer = setTimeout(
