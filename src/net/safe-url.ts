@@ -72,7 +72,7 @@ export function urlHost(url: URL): string {
 
 /** "localhost", "foo.localhost" (RFC 6761: always loopback). */
 export function isLocalhostName(host: string): boolean {
-  const h = host.toLowerCase().replace(/\.$/, '');
+  const h = host.toLowerCase().replace(/\.+$/, '');
   return h === 'localhost' || h.endsWith('.localhost');
 }
 

@@ -38,7 +38,8 @@ export function parseAbsoluteUrl(value: string): URL | undefined {
  * so what they would refuse is refused here, before anything is charged.
  */
 export function isNonPublicLiteralHost(hostname: string): boolean {
-  const host = hostname.toLowerCase().replace(/\.$/, '');
+  // Every trailing dot: 'localhost..' is the sender's localhost too (net/safe-url.ts strips them).
+  const host = hostname.toLowerCase().replace(/\.+$/, '');
   if (host === '' || host === 'localhost' || host.endsWith('.localhost')) return true;
   if (isIpLiteral(host)) return nonPublicReason(host) !== null;
   return false;
@@ -68,7 +69,7 @@ const INTERNAL_SUFFIXES = ['localhost', 'local', 'internal', 'home.arpa', 'test'
  */
 export function isInternalHost(hostname: string): boolean {
   if (isNonPublicLiteralHost(hostname)) return true;
-  const host = hostname.toLowerCase().replace(/\.$/, '');
+  const host = hostname.toLowerCase().replace(/\.+$/, '');
   if (isIpLiteral(host)) return false; // a public IP literal
   if (!host.includes('.')) return true;
   return INTERNAL_SUFFIXES.some((suffix) => host.endsWith(`.${suffix}`));

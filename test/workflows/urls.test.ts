@@ -27,7 +27,7 @@ describe('literal host classification', () => {
   });
 
   it('flags localhost names and leaves other names to the delivery-time DNS check', () => {
-    for (const host of ['localhost', 'LocalHost', 'localhost.', 'a.b.localhost']) expect(isNonPublicLiteralHost(host)).toBe(true);
+    for (const host of ['localhost', 'LocalHost', 'localhost.', 'localhost..', 'a.b.localhost...']) expect(isNonPublicLiteralHost(host)).toBe(true);
     for (const host of ['example.com', 'localhost.example.com', 'mylocalhost', '10.0.0.1.nip.io']) expect(isNonPublicLiteralHost(host)).toBe(false);
   });
 

@@ -194,7 +194,7 @@ describe('webhook', () => {
 
   it('rejects literal loopback, private and link-local hosts unless allowPrivateUrls', () => {
     const hosts = [
-      'localhost', 'LOCALHOST', 'localhost.', 'api.localhost', '127.0.0.1', '127.1.2.3', '0.0.0.0', '10.1.2.3', '172.16.0.1',
+      'localhost', 'LOCALHOST', 'localhost.', 'localhost..', 'api.localhost', '127.0.0.1', '127.1.2.3', '0.0.0.0', '10.1.2.3', '172.16.0.1',
       '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '[::1]', '[::]', '[fe80::1]', '[fd00::1]',
       '[::ffff:127.0.0.1]', '[::ffff:10.0.0.1]', '2130706433', '0x7f.1', '017700000001', '224.0.0.1', '255.255.255.255',
     ];
