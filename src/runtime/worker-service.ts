@@ -106,6 +106,7 @@ export async function startWorkerService(options: { config: Config; natsUrl: str
     prefetch: config.WORKER_PREFETCH,
     maxInHand: Math.max(config.WORKER_CONCURRENCY, 1 + config.WORKER_PREFETCH),
     ...(inference ? { deviceAccepting: () => inference.accepting } : {}),
+    expiresAfterMs: config.PREDICTION_EXPIRY_HOURS * 3600_000,
     workerId: config.WORKER_ID,
     // Three signs of life per ack window (JOB_ACK_WAIT_MS is at least 1 s).
     heartbeatMs: Math.floor(config.JOB_ACK_WAIT_MS / 3),

@@ -38,6 +38,12 @@ export interface WorkerDaemonOptions {
    * that can run it. Polled; true when not given.
    */
   deviceAccepting?: () => boolean;
+  /**
+   * PREDICTION_EXPIRY_HOURS, in ms: a job created longer ago than this is dropped unrun. The API
+   * fails and refunds such a prediction (expired) and discards a late result, so running it
+   * would only spend the device (a backlog left by a long worker outage) ahead of paid jobs.
+   */
+  expiresAfterMs?: number;
 }
 
 export interface WorkerDaemon {
@@ -129,6 +135,12 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
     }
     const log = logger.child({ predictionId: job.id, workflow: job.workflow, delivery: msg.info.deliveryCount });
     log.debug('job received');
+    const age = Date.now() - Date.parse(job.createdAt);
+    if (options.expiresAfterMs !== undefined && age > options.expiresAfterMs) {
+      log.warn({ ageHours: Math.round(age / 360_000) / 10 }, 'job older than PREDICTION_EXPIRY_HOURS dropped unrun: its prediction is expired and refunded');
+      msg.ack();
+      return;
+    }
     const heartbeat = setInterval(() => msg.working(), options.heartbeatMs);
     const started = Date.now();
     let executing: Promise<void> | undefined;
