@@ -5,7 +5,15 @@
  * corrupt them. proper-lockfile takes the lock atomically (mkdir of `<dir>.lock`), refreshes it
  * while held, removes it when the process exits, and takes over a stale one, left by a process
  * that was killed, once it has not been refreshed for STALE_MS.
+ *
+ * Staleness alone cannot tell a dead holder from a stopped one: a `qr-art start` paused with
+ * Ctrl-Z refreshes nothing, and a second start took its lock over and wrote the same database
+ * beside it. So the holder also writes who it is (`<dir>.lock-owner`: host, pid and the process's
+ * start time, which a reused pid does not share), and a lock whose owner is still alive on this
+ * host is never taken over, however stale.
  */
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { lock } from 'proper-lockfile';
 
 /** A lock not refreshed for this long belongs to a dead process (proper-lockfile's default). */
@@ -21,8 +29,11 @@ export class DirInUseError extends Error {
   constructor(
     readonly dir: string,
     what: string,
+    /** The holder, when it is known to be alive on this host (it may be stopped: Ctrl-Z). */
+    holderPid?: number,
   ) {
-    super(`${dir} is in use by another process (${what} allows one process at a time): stop the other qr-art first, or give this one another DATA_DIR`);
+    const holder = holderPid === undefined ? 'another process' : `process ${holderPid} (if it is stopped, as Ctrl-Z leaves it, bring it back with fg or end it)`;
+    super(`${dir} is in use by ${holder} (${what} allows one process at a time): stop the other qr-art first, or give this one another DATA_DIR`);
   }
 }
 
@@ -44,26 +55,61 @@ export interface DirLockOptions {
  */
 export async function lockDir(dir: string, options: DirLockOptions): Promise<() => Promise<void>> {
   const staleMs = options.staleMs ?? STALE_MS;
-  const attempt = (retries: number) =>
+  const attempt = (retries: number, stale: number) =>
     lock(dir, {
-      stale: staleMs,
+      stale,
       retries: { retries, factor: 1, minTimeout: 1000, maxTimeout: 1000 },
       // The default throws from a timer, which would crash the service: report it instead.
       onCompromised: options.onCompromised ?? (() => undefined),
     });
+  const held = async (release: () => Promise<void>) => {
+    await writeFile(ownerFile(dir), await ownerRecord(process.pid));
+    return releaseOnce(async () => {
+      await rm(ownerFile(dir), { force: true });
+      await release();
+    });
+  };
   try {
-    return releaseOnce(await attempt(0));
+    return await held(await attempt(0, staleMs));
   } catch (error) {
     if ((error as { code?: string }).code !== 'ELOCKED') throw error;
   }
   options.onWait?.();
+  // A live owner's lock is waited for but never taken over: a stale time beyond the wait.
+  const liveOwner = await aliveOwner(dir);
   try {
     // One try a second (the first was just made).
-    return releaseOnce(await attempt(Math.ceil(waitMsFor(staleMs) / 1000)));
+    const waitMs = waitMsFor(staleMs);
+    return await held(await attempt(Math.ceil(waitMs / 1000), liveOwner === undefined ? staleMs : waitMs * 1000));
   } catch (error) {
-    if ((error as { code?: string }).code === 'ELOCKED') throw new DirInUseError(dir, options.what);
+    if ((error as { code?: string }).code === 'ELOCKED') throw new DirInUseError(dir, options.what, liveOwner);
     throw error;
   }
+}
+
+const ownerFile = (dir: string) => `${dir}.lock-owner`;
+
+/** This host, the pid and the process's start time (/proc: clock ticks after boot), one per line. */
+async function ownerRecord(pid: number): Promise<string> {
+  return `${hostname()}\n${pid}\n${(await startTimeOf(pid)) ?? ''}\n`;
+}
+
+/** The pid of the lock's owner when it is alive on this host (the same process: its start time matches), else undefined. */
+async function aliveOwner(dir: string): Promise<number | undefined> {
+  const text = await readFile(ownerFile(dir), 'utf8').catch(() => '');
+  const [host, pidText, started] = text.split('\n');
+  const pid = Number(pidText);
+  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+  const now = await startTimeOf(pid);
+  return now !== undefined && now === started ? pid : undefined;
+}
+
+/** Field 22 of /proc/<pid>/stat; undefined when the process does not exist, has exited (a zombie), or there is no /proc. */
+async function startTimeOf(pid: number): Promise<string | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  // The command name (field 2) is in parentheses and may hold spaces: count from after it.
+  const fields = stat?.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return fields && fields[0] !== 'Z' ? fields[19] : undefined;
 }
 
 /**

@@ -1,8 +1,11 @@
-import { mkdir, mkdtemp, rm, stat, utimes } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { fileURLToPath } from 'node:url';
 import { DirInUseError, lockDir } from '../../src/util/dir-lock.ts';
+import { killWhenTestEnds } from '../helpers/processes.ts';
 
 const STALE_MS = 2000; // proper-lockfile's least
 
@@ -39,6 +42,28 @@ describe('lockDir', () => {
     const again = await lockDir(dir, { what: 'the test store', staleMs: STALE_MS });
     await again();
   });
+
+  it('never takes over the lock of a holder that is alive but stopped (Ctrl-Z), however stale; once it is gone, it does', async () => {
+    const dir = await newDir();
+    const moduleUrl = new URL('../../src/util/dir-lock.ts', import.meta.url).href;
+    const script = `${dir}-holder.mts`;
+    dirs.push(script);
+    await writeFile(script, `const { lockDir } = await import(${JSON.stringify(moduleUrl)});\nawait lockDir(${JSON.stringify(dir)}, { what: 'x', staleMs: ${STALE_MS} });\nconsole.log('locked');\nsetInterval(() => {}, 1000);\n`);
+    // node itself (with tsx's loader), so that the pid signalled is the lock's holder.
+    const holder = spawn(process.execPath, ['--import', 'tsx', script], { cwd: fileURLToPath(new URL('../..', import.meta.url)), stdio: ['ignore', 'pipe', 'inherit'] });
+    killWhenTestEnds(holder);
+    await new Promise<void>((resolve) => holder.stdout.on('data', (chunk) => String(chunk).includes('locked') && resolve()));
+    holder.kill('SIGSTOP');
+    // Stopped, it refreshes nothing: its lock goes stale, but its owner is alive.
+    await new Promise((resolve) => setTimeout(resolve, STALE_MS + 500));
+    const second = lockDir(dir, { what: 'the test store', staleMs: STALE_MS });
+    await expect(second).rejects.toThrow(DirInUseError);
+    await expect(second).rejects.toThrow(`is in use by process ${holder.pid} (if it is stopped, as Ctrl-Z leaves it, bring it back with fg or end it)`);
+    holder.kill('SIGKILL');
+    await new Promise((resolve) => holder.once('exit', resolve));
+    const release = await lockDir(dir, { what: 'the test store', staleMs: STALE_MS });
+    await release();
+  }, 30_000);
 
   it('takes over a lock left by a process that was killed (not refreshed for longer than the stale time)', async () => {
     const dir = await newDir();
