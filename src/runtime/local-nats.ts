@@ -173,7 +173,8 @@ async function spawnNats(binary: string, storeDir: string, port: number, monitor
     stop: () =>
       new Promise<void>((resolve) => {
         const forgotten = () => void forgetServerPid(pidFile).finally(resolve);
-        if (child.exitCode !== null) return forgotten();
+        // Ended already, by an exit or a signal (the OOM killer's SIGKILL sets signalCode, not exitCode).
+        if (child.exitCode !== null || child.signalCode !== null) return forgotten();
         child.once('exit', forgotten);
         child.kill('SIGTERM');
         setTimeout(() => child.kill('SIGKILL'), 5000).unref();

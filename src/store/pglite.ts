@@ -1,4 +1,5 @@
-import { mkdir } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, mkdir } from 'node:fs/promises';
 import { PGlite } from '@electric-sql/pglite';
 import { lockDir } from '../util/dir-lock.ts';
 import type { Database, Queryable, QueryResult } from './database.ts';
@@ -8,6 +9,11 @@ export async function openPglite(dir: string): Promise<Database> {
   let unlock = async () => {};
   if (!dir.startsWith('memory://')) {
     await mkdir(dir, { recursive: true });
+    // PGlite's own failure on a folder it cannot write (left by a start as root, say) is an
+    // Emscripten ErrnoError with no code or path: say which folder, as for the rest of DATA_DIR.
+    await access(dir, constants.W_OK | constants.X_OK).catch((error: NodeJS.ErrnoException) => {
+      throw Object.assign(new Error(`cannot write ${dir}`), { code: error.code ?? 'EACCES', path: dir });
+    });
     unlock = await lockDir(dir, { what: 'the embedded database, PGlite,' });
   }
   let pg: PGlite;

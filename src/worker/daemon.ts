@@ -335,7 +335,11 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
     async stop() {
       pulling = false;
       changed();
-      await loop;
+      // A pull waits out its expiry, but one made on a connection that went silent waits until
+      // NATS is back: the jobs in hand, not the pull, are what a stop must wait for. A message
+      // that reaches the abandoned pull later is handed back (the loop sees pulling false), or
+      // delivered again after its ack wait if the process has gone.
+      await Promise.race([loop, new Promise((resolve) => setTimeout(resolve, 2 * PULL_EXPIRES_MS).unref())]);
       await Promise.all([...held.values()].map((h) => h.job));
     },
     async handBackAll() {

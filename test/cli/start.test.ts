@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { execFileSync, spawn } from 'node:child_process';
+import { chown, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -234,6 +234,18 @@ describe('qr-art start', () => {
     const replicas = await runCliToExit(['start'], { env: { ...base, DATA_DIR: dataDir, JETSTREAM_REPLICAS: '3' } });
     expect(replicas.code).toBe(1);
     expect(replicas.stderr.trim()).toBe('JETSTREAM_REPLICAS=3 needs a NATS cluster (NATS_URL); the local nats-server of `start` is one server: unset it or set 1');
+  }, 60_000);
+
+  // Root writes anywhere: the folder is made unwritable for the user the command runs as (nobody).
+  it.skipIf(process.getuid?.() !== 0)('a pglite folder this user cannot write (left by a start as root) is one line naming it, not an Emscripten stack', async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
+    dirs.push(dataDir);
+    const nobody = { uid: Number(execFileSync('id', ['-u', 'nobody']).toString()), gid: Number(execFileSync('id', ['-g', 'nobody']).toString()) };
+    await chown(dataDir, nobody.uid, nobody.gid);
+    await mkdir(path.join(dataDir, 'pglite'), { mode: 0o755 });
+    const run = await runCliToExit(['keys', 'list'], { env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '' }, cwd: tmpdir(), user: nobody });
+    expect(run.code, run.output).toBe(1);
+    expect(run.stderr.trim()).toBe(`cannot use ${path.join(dataDir, 'pglite')} (EACCES): DATA_DIR must name a directory this user can write`);
   }, 60_000);
 
   it('start, serve and worker take no arguments: --help explains, anything else exits 2 naming it, and nothing starts', async () => {

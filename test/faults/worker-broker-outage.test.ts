@@ -89,4 +89,24 @@ describe('a worker through a NATS restart', () => {
     expect(failed.error?.code).toBe('out_of_memory');
     expect(runs).toBe(2);
   }, 90_000);
+
+  it('with no job in hand, stops within seconds while NATS is away (its pending pull is not waited for)', async () => {
+    await daemon?.stop();
+    daemon = startWorkerDaemon({
+      queue,
+      logger: pino({ level: 'silent' }),
+      prefetch: 0,
+      maxInHand: 1,
+      heartbeatMs: 1000,
+      maxDeliver: 3,
+      runner: { name: 'never-called', run: async () => ({ kind: 'images', images: [] }) },
+    });
+    await waitFor(async () => (daemon!.ready() ? true : undefined));
+    await nats.stop();
+    await waitFor(async () => (queue.connected() ? undefined : true));
+    const stopped = await Promise.race([daemon.stop().then(() => 'stopped'), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 10_000))]);
+    expect(stopped).toBe('stopped');
+    daemon = undefined;
+    await nats.start();
+  }, 60_000);
 });

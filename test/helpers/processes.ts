@@ -36,8 +36,11 @@ export function killWhenTestEnds(child: ChildProcess): void {
 }
 
 /** Runs `qr-art <args>` as a process until it exits by itself (killed after timeoutMs). */
-export async function runCliToExit(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number } = {}): Promise<CliRun> {
-  const child = spawn(process.execPath, [bin, ...args], { env: options.env ?? process.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function runCliToExit(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; timeoutMs?: number; user?: { uid: number; gid: number } } = {},
+): Promise<CliRun> {
+  const child = spawn(process.execPath, [bin, ...args], { env: options.env ?? process.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'], ...options.user });
   killWhenTestEnds(child);
   const run = { stdout: '', stderr: '', output: '' };
   child.stdout.on('data', (chunk) => ((run.stdout += chunk), (run.output += chunk)));

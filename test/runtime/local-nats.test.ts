@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,6 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, startLocalNats } from '../../src/runtime/local-nats.ts';
 import { processesMentioning } from '../helpers/processes.ts';
+import { waitFor } from '../helpers/service.ts';
 
 const localNatsModule = path.resolve(import.meta.dirname, '../../src/runtime/local-nats.ts');
 
@@ -119,5 +120,22 @@ describe('startLocalNats after the process that started a server on the store wa
     }
     // A clean stop leaves no pid for the next start to act on.
     expect(existsSync(path.join(storeDir, 'nats-server.pid'))).toBe(false);
+  }, 30_000);
+});
+
+describe('a local nats-server killed by a signal (the OOM killer, kill -9)', () => {
+  it('is stopped at once: stop() resolves instead of waiting for an exit that has happened', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'qrart-local-nats-'));
+    try {
+      const nats = await startLocalNats(path.join(dir, 'store'));
+      const pid = Number(await readFile(path.join(dir, 'store', 'nats-server.pid'), 'utf8'));
+      process.kill(pid, 'SIGKILL');
+      await waitFor(async () => ((await fetch(`${nats.monitorUrl}/varz`).catch(() => null)) ? undefined : true));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const stopped = await Promise.race([nats.stop().then(() => 'stopped'), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 5000))]);
+      expect(stopped).toBe('stopped');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   }, 30_000);
 });
