@@ -206,6 +206,10 @@ async function start(given: Config): Promise<number> {
       'qr-art is up',
     );
     void workerService.fatal.then((error) => exitOnDeviceFault(logger, error, stoppers, config.JOB_ABORT_GRACE_MS));
+    // Everything here talks through the local server: without it nothing works, and readiness alone would not say why.
+    void localNats?.unexpectedExit.then((how) =>
+      exitAfterStopping(logger, `the local nats-server ${how}; qr-art cannot go on without it: stopping (start it again)`, undefined, stoppers, config.JOB_ABORT_GRACE_MS, 1),
+    );
   } catch (error) {
     for (const stop of stoppers) await stop().catch((err) => logger.error({ err }, 'error while stopping after a failed start'));
     throw error;
@@ -226,8 +230,13 @@ export const DEVICE_FAULT_EXIT_CODE = 3;
  * the orchestrator replaces the pod. A thread stuck in native code keeps even process.exit() from
  * finishing, so past a grace period the process kills itself.
  */
-async function exitOnDeviceFault(logger: Logger, error: Error, stoppers: (() => Promise<unknown>)[], graceMs: number): Promise<never> {
-  logger.fatal({ err: error }, 'giving the device up: the jobs that needed it were handed back; exiting');
+function exitOnDeviceFault(logger: Logger, error: Error, stoppers: (() => Promise<unknown>)[], graceMs: number): Promise<never> {
+  return exitAfterStopping(logger, 'giving the device up: the jobs that needed it were handed back; exiting', error, stoppers, graceMs, DEVICE_FAULT_EXIT_CODE);
+}
+
+/** Says why, stops what can be stopped within graceMs (then kills the process), and exits with `code`. */
+async function exitAfterStopping(logger: Logger, message: string, error: Error | undefined, stoppers: (() => Promise<unknown>)[], graceMs: number, code: number): Promise<never> {
+  logger.fatal(error ? { err: error } : {}, message);
   const stopped = (async () => {
     for (const stop of stoppers) await stop().catch((err) => logger.error({ err }, 'error during shutdown'));
     return true;
@@ -237,7 +246,7 @@ async function exitOnDeviceFault(logger: Logger, error: Error, stoppers: (() => 
     logger.fatal('shutdown did not finish in time (a thread stuck in native code, or a job past the device still finishing); killing the process');
     process.kill(process.pid, 'SIGKILL');
   }
-  process.exit(DEVICE_FAULT_EXIT_CODE);
+  process.exit(code);
 }
 
 /** What a worker's shutdown waits for: its jobs in hand, and when the queue delivers an abandoned one again. */

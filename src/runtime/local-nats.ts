@@ -9,6 +9,11 @@ import { forgetServerPid, recordServerPid, stopLeftoverServer } from './leftover
 export interface LocalNats {
   url: string;
   monitorUrl: string;
+  /**
+   * Settles, with how it ended, if the server exits while nobody stopped it (the OOM killer, a
+   * crash): everything here depends on it, so the caller should say so and stop. Never settles otherwise.
+   */
+  unexpectedExit: Promise<string>;
   stop(): Promise<void>;
   /** Ends the server at once, without waiting: for a process about to die of a signal. */
   kill(): void;
@@ -166,12 +171,23 @@ async function spawnNats(binary: string, storeDir: string, port: number, monitor
     await forgetServerPid(pidFile);
     throw error;
   }
+  let stopping = false;
+  const unexpectedExit = new Promise<string>((resolve) =>
+    child.once('exit', (code, signal) => {
+      if (!stopping) resolve(signal ? `killed by ${signal}` : `exited with code ${code}`);
+    }),
+  );
   return {
     url: `nats://127.0.0.1:${port}`,
     monitorUrl: `http://127.0.0.1:${monitorPort}`,
-    kill: killOnExit,
+    unexpectedExit,
+    kill: () => {
+      stopping = true;
+      killOnExit();
+    },
     stop: () =>
       new Promise<void>((resolve) => {
+        stopping = true;
         const forgotten = () => void forgetServerPid(pidFile).finally(resolve);
         // Ended already, by an exit or a signal (the OOM killer's SIGKILL sets signalCode, not exitCode).
         if (child.exitCode !== null || child.signalCode !== null) return forgotten();

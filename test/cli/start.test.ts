@@ -1,10 +1,10 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { chown, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../src/runtime/local-nats.ts';
-import { processesMentioning, runCliToExit } from '../helpers/processes.ts';
+import { killWhenTestEnds, processesMentioning, runCliToExit } from '../helpers/processes.ts';
 import { scrape } from '../helpers/prometheus.ts';
 import { waitFor } from '../helpers/service.ts';
 
@@ -235,6 +235,24 @@ describe('qr-art start', () => {
     expect(replicas.code).toBe(1);
     expect(replicas.stderr.trim()).toBe('JETSTREAM_REPLICAS=3 needs a NATS cluster (NATS_URL); the local nats-server of `start` is one server: unset it or set 1');
   }, 60_000);
+
+  it('a local nats-server that dies under it (the OOM killer) is said, and start stops with exit 1 instead of serving nothing', async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
+    dirs.push(dataDir);
+    const port = await freePort();
+    const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', NATS_URL: '', METRICS_PORT: 'off', WORKER_METRICS_PORT: 'off', LOG_LEVEL: 'info', LOG_FORMAT: 'json' };
+    const child = spawn(process.execPath, [bin, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    killWhenTestEnds(child);
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    await waitFor(async () => ((await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => null))?.ok ? true : undefined), 60_000, 250);
+    process.kill(Number(await readFile(path.join(dataDir, 'nats', 'nats-server.pid'), 'utf8')), 'SIGKILL');
+    const code = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 30_000))]);
+    expect(code, output).toBe(1);
+    expect(output).toContain('the local nats-server killed by SIGKILL; qr-art cannot go on without it: stopping (start it again)');
+  }, 120_000);
 
   // Root writes anywhere: the folder is made unwritable for the user the command runs as (nobody).
   it.skipIf(process.getuid?.() !== 0)('a pglite folder this user cannot write (left by a start as root) is one line naming it, not an Emscripten stack', async () => {
