@@ -6,14 +6,14 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectQueue, type Queue } from '../../src/queue/connection.ts';
 import { STREAMS, subjects } from '../../src/queue/subjects.ts';
 import { ensureTopology } from '../../src/queue/topology.ts';
 import { freePort } from '../../src/runtime/local-nats.ts';
-import { startWorkerDaemon, type WorkerDaemon } from '../../src/worker/daemon.ts';
+import type { WorkerDaemon } from '../../src/worker/daemon.ts';
 import { JobInputError } from '../../src/worker/runner.ts';
+import { oneAtATimeDaemon } from '../helpers/daemon.ts';
 import { natsOnFixedPort } from '../helpers/nats.ts';
 import { waitFor } from '../helpers/service.ts';
 
@@ -45,23 +45,15 @@ describe('a worker through a NATS restart', () => {
     const firstPulled = new Promise<void>((resolve) => (pulled = resolve));
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    daemon = startWorkerDaemon({
-      queue,
-      logger: pino({ level: 'silent' }),
-      prefetch: 0,
-      maxInHand: 1,
-      heartbeatMs: 1000,
-      maxDeliver: 3,
-      runner: {
-        name: 'input-fails',
-        run: async () => {
-          runs++;
-          if (runs === 1) {
-            pulled();
-            await released;
-          }
-          throw new JobInputError('the generation does not fit in the device memory', 'out_of_memory');
-        },
+    daemon = oneAtATimeDaemon(queue, {
+      name: 'input-fails',
+      run: async () => {
+        runs++;
+        if (runs === 1) {
+          pulled();
+          await released;
+        }
+        throw new JobInputError('the generation does not fit in the device memory', 'out_of_memory');
       },
     });
     await queue.js.publish(
@@ -92,15 +84,7 @@ describe('a worker through a NATS restart', () => {
 
   it('with no job in hand, stops within seconds while NATS is away (its pending pull is not waited for)', async () => {
     await daemon?.stop();
-    daemon = startWorkerDaemon({
-      queue,
-      logger: pino({ level: 'silent' }),
-      prefetch: 0,
-      maxInHand: 1,
-      heartbeatMs: 1000,
-      maxDeliver: 3,
-      runner: { name: 'never-called', run: async () => ({ kind: 'images', images: [] }) },
-    });
+    daemon = oneAtATimeDaemon(queue, { name: 'never-called', run: async () => ({ kind: 'images', images: [] }) });
     await waitFor(async () => (daemon!.ready() ? true : undefined));
     await nats.stop();
     await waitFor(async () => (queue.connected() ? undefined : true));

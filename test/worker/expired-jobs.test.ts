@@ -4,31 +4,24 @@
  * unrun instead of spending the device on it ahead of paid jobs. A real nats-server; the runner
  * only counts what it is given.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectQueue, type Queue } from '../../src/queue/connection.ts';
 import { CONSUMERS, STREAMS, subjects } from '../../src/queue/subjects.ts';
 import { ensureTopology } from '../../src/queue/topology.ts';
-import { freePort } from '../../src/runtime/local-nats.ts';
-import { startWorkerDaemon, type WorkerDaemon } from '../../src/worker/daemon.ts';
-import { natsOnFixedPort } from '../helpers/nats.ts';
+import type { WorkerDaemon } from '../../src/worker/daemon.ts';
+import { oneAtATimeDaemon } from '../helpers/daemon.ts';
+import { startTestNats } from '../helpers/nats.ts';
 import { waitFor } from '../helpers/service.ts';
 
 const HOUR = 3600_000;
 
 describe('a job older than PREDICTION_EXPIRY_HOURS', () => {
-  let storeDir: string;
-  let nats: ReturnType<typeof natsOnFixedPort>;
+  let nats: Awaited<ReturnType<typeof startTestNats>>;
   let queue: Queue;
   let daemon: WorkerDaemon | undefined;
 
   beforeAll(async () => {
-    storeDir = await mkdtemp(path.join(tmpdir(), 'qrart-expired-'));
-    nats = natsOnFixedPort(await freePort(), storeDir);
-    await nats.start();
+    nats = await startTestNats();
     queue = await connectQueue(nats.url, 'expired-jobs');
     await ensureTopology(queue.jsm, { jobAckWaitMs: 60_000, jobMaxDeliver: 3 });
   });
@@ -36,7 +29,6 @@ describe('a job older than PREDICTION_EXPIRY_HOURS', () => {
     await daemon?.stop();
     await queue?.nc.close();
     await nats?.stop();
-    await rm(storeDir, { recursive: true, force: true });
   });
 
   it('is dropped unrun and leaves the stream; a younger one is run', async () => {
@@ -45,22 +37,14 @@ describe('a job older than PREDICTION_EXPIRY_HOURS', () => {
       JSON.stringify({ id, userId: 'u', workflow: 'generate_qr_art_v4', input: {}, imageCount: 1, createdAt: new Date(Date.now() - ageMs).toISOString() });
     await queue.js.publish(subjects.job('generate_qr_art_v4'), job('p-expired', 25 * HOUR));
     await queue.js.publish(subjects.job('generate_qr_art_v4'), job('p-young', 23 * HOUR));
-    daemon = startWorkerDaemon({
-      queue,
-      logger: pino({ level: 'silent' }),
-      prefetch: 0,
-      maxInHand: 1,
-      heartbeatMs: 1000,
-      maxDeliver: 3,
-      expiresAfterMs: 24 * HOUR,
-      runner: {
-        name: 'counting',
-        run: async (message) => {
-          ran.push(message.id);
-          return { kind: 'images', images: [] };
-        },
+    const counting = {
+      name: 'counting',
+      run: async (message: { id: string }) => {
+        ran.push(message.id);
+        return { kind: 'images' as const, images: [] };
       },
-    });
+    };
+    daemon = oneAtATimeDaemon(queue, counting, { expiresAfterMs: 24 * HOUR });
     await waitFor(async () => (ran.length === 1 ? true : undefined));
     await waitFor(async () => ((await queue.jsm.consumers.info(STREAMS.jobs, CONSUMERS.workers)).num_ack_pending === 0 ? true : undefined));
     expect(ran).toEqual(['p-young']);
