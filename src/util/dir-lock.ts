@@ -32,8 +32,9 @@ export class DirInUseError extends Error {
     /** The holder, when it is known to be alive on this host (it may be stopped: Ctrl-Z). */
     holderPid?: number,
   ) {
-    const holder = holderPid === undefined ? 'another process' : `process ${holderPid} (if it is stopped, as Ctrl-Z leaves it, bring it back with fg or end it)`;
-    super(`${dir} is in use by ${holder} (${what} allows one process at a time): stop the other qr-art first, or give this one another DATA_DIR`);
+    const pid = holderPid === undefined ? '' : `, pid ${holderPid}`;
+    const stopped = holderPid === undefined ? '' : ' (if it is stopped, as Ctrl-Z leaves it, bring it back with fg or end it)';
+    super(`${dir} is in use by another process${pid} (${what} allows one process at a time): stop the other qr-art first${stopped}, or give this one another DATA_DIR`);
   }
 }
 
@@ -58,6 +59,8 @@ export async function lockDir(dir: string, options: DirLockOptions): Promise<() 
   const attempt = (retries: number, stale: number) =>
     lock(dir, {
       stale,
+      // Refreshed at the usual pace whatever `stale` this attempt judged another's lock by.
+      update: staleMs / 2,
       retries: { retries, factor: 1, minTimeout: 1000, maxTimeout: 1000 },
       // The default throws from a timer, which would crash the service: report it instead.
       onCompromised: options.onCompromised ?? (() => undefined),
@@ -69,18 +72,21 @@ export async function lockDir(dir: string, options: DirLockOptions): Promise<() 
       await release();
     });
   };
+  // A live owner's lock is waited for but never taken over: judged by a stale time beyond any wait.
+  const waitMs = waitMsFor(staleMs);
+  const staleFor = (owner: number | undefined) => (owner === undefined ? staleMs : waitMs * 1000);
+  let liveOwner = await aliveOwner(dir);
   try {
-    return await held(await attempt(0, staleMs));
+    return await held(await attempt(0, staleFor(liveOwner)));
   } catch (error) {
     if ((error as { code?: string }).code !== 'ELOCKED') throw error;
   }
   options.onWait?.();
-  // A live owner's lock is waited for but never taken over: a stale time beyond the wait.
-  const liveOwner = await aliveOwner(dir);
+  // A holder that has just taken the lock may have written its record since.
+  liveOwner ??= await aliveOwner(dir);
   try {
     // One try a second (the first was just made).
-    const waitMs = waitMsFor(staleMs);
-    return await held(await attempt(Math.ceil(waitMs / 1000), liveOwner === undefined ? staleMs : waitMs * 1000));
+    return await held(await attempt(Math.ceil(waitMs / 1000), staleFor(liveOwner)));
   } catch (error) {
     if ((error as { code?: string }).code === 'ELOCKED') throw new DirInUseError(dir, options.what, liveOwner);
     throw error;

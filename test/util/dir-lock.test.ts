@@ -58,7 +58,7 @@ describe('lockDir', () => {
     await new Promise((resolve) => setTimeout(resolve, STALE_MS + 500));
     const second = lockDir(dir, { what: 'the test store', staleMs: STALE_MS });
     await expect(second).rejects.toThrow(DirInUseError);
-    await expect(second).rejects.toThrow(`is in use by process ${holder.pid} (if it is stopped, as Ctrl-Z leaves it, bring it back with fg or end it)`);
+    await expect(second).rejects.toThrow(`is in use by another process, pid ${holder.pid} (the test store allows one process at a time): stop the other qr-art first (if it is stopped, as Ctrl-Z leaves it, bring it back with fg or end it)`);
     holder.kill('SIGKILL');
     await new Promise((resolve) => holder.once('exit', resolve));
     const release = await lockDir(dir, { what: 'the test store', staleMs: STALE_MS });
