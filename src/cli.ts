@@ -158,9 +158,24 @@ function metricsUrl(address: string | undefined): string {
   return address ? `${address}/metrics` : 'off';
 }
 
+/**
+ * `start` listens on three fixed ports in one process; two of them alike would be found only at
+ * bind, after the worker loaded its models, as "already in use" by ourselves. (config.ts holds
+ * PORT against METRICS_PORT for every command; the worker's port is only `start`'s to compare.)
+ */
+function refuseSharedPorts(config: Config): void {
+  const worker = config.WORKER_METRICS_PORT;
+  if (worker === undefined || worker === 'off' || worker === 0) return;
+  const clash = config.PORT === worker ? 'PORT' : config.METRICS_PORT === worker ? 'METRICS_PORT' : undefined;
+  if (clash) {
+    throw new ConfigError(`WORKER_METRICS_PORT is ${worker}, the same port as ${clash}; under \`start\` the worker's port must differ from the API's two: set another, or off`);
+  }
+}
+
 async function start(given: Config): Promise<number> {
   // Both processes' metrics, each on its port, as in a deployment (WORKER_METRICS_PORT=off turns the worker's off).
   const config: Config = { ...given, WORKER_METRICS_PORT: given.WORKER_METRICS_PORT ?? START_WORKER_METRICS_PORT };
+  refuseSharedPorts(config);
   const logger = commandLogger(config, 'start', 'qr-art');
   // What has started, last first: the order to stop in, at a signal or when a later part fails to start.
   const stoppers: (() => Promise<unknown>)[] = [];

@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { chown, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -222,7 +222,7 @@ describe('qr-art start', () => {
     }
   }, 60_000);
 
-  it('a DATA_DIR it cannot write, or JETSTREAM_REPLICAS above 1 without a cluster, stops it with one line', async () => {
+  it("a DATA_DIR it cannot write, JETSTREAM_REPLICAS above 1 without a cluster, or the worker's port on one of the API's, stops it with one line", async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
     dirs.push(dataDir);
     const notADir = path.join(dataDir, 'a-file');
@@ -234,6 +234,11 @@ describe('qr-art start', () => {
     const replicas = await runCliToExit(['start'], { env: { ...base, DATA_DIR: dataDir, JETSTREAM_REPLICAS: '3' } });
     expect(replicas.code).toBe(1);
     expect(replicas.stderr.trim()).toBe('JETSTREAM_REPLICAS=3 needs a NATS cluster (NATS_URL); the local nats-server of `start` is one server: unset it or set 1');
+    // Found before anything starts, not at bind after the models loaded; 9465 is start's own default for the worker.
+    const shared = await runCliToExit(['start'], { env: { ...base, DATA_DIR: dataDir, METRICS_PORT: '9465', WORKER_METRICS_PORT: '' } });
+    expect(shared.code).toBe(1);
+    expect(shared.stderr.trim()).toBe("WORKER_METRICS_PORT is 9465, the same port as METRICS_PORT; under `start` the worker's port must differ from the API's two: set another, or off");
+    expect(await readdir(dataDir)).toEqual(['a-file']);
   }, 60_000);
 
   it('a local nats-server that dies under it (the OOM killer) is said, and start stops with exit 1 instead of serving nothing', async () => {
