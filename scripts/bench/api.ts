@@ -10,6 +10,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { freePort, startLocalNats } from '../../src/runtime/local-nats.ts';
+import { BenchUsageError } from './usage-error.ts';
 
 const { values } = parseArgs({
   options: { seconds: { type: 'string', default: '10' }, connections: { type: 'string', default: '32' }, 'database-url': { type: 'string' } },
@@ -17,7 +18,7 @@ const { values } = parseArgs({
 });
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
-if (!(seconds > 0 && Number.isInteger(connections) && connections >= 1)) throw new Error('need --seconds > 0 and --connections >= 1 (a whole number)');
+if (!(seconds > 0 && Number.isInteger(connections) && connections >= 1)) throw new BenchUsageError('need --seconds > 0 and --connections >= 1 (a whole number)');
 const KEY = 'bench-key-0123456789abcdef0123456789';
 const root = path.resolve(import.meta.dirname, '../..');
 

@@ -26,4 +26,13 @@ if (process.argv.includes('--help') || process.argv.includes('-h')) {
   console.log(header.split('\n').map((line) => line.replace(/^ ?\* ?/, '')).join('\n').trim());
   process.exit(0);
 }
-await import(BENCHES[name]!);
+try {
+  await import(BENCHES[name]!);
+} catch (error) {
+  // A wrong call is said in one line, as the usage line above is; anything else keeps its stack.
+  const { BenchUsageError } = await import('./usage-error.ts');
+  const usage = error instanceof BenchUsageError || String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS');
+  if (!usage) throw error;
+  console.error(`${name}: ${(error as Error).message} (npm run bench -- ${name} --help)`);
+  process.exit(2);
+}

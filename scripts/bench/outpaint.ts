@@ -28,6 +28,7 @@ import { loadManifest } from '../../src/pipeline/manifest.ts';
 import { outpaint, outpaintPlan, type OutpaintRequest, type OutpaintResult } from '../../src/pipeline/outpaint.ts';
 import { createSessions } from '../../src/pipeline/sessions.ts';
 import type { OutpaintingType } from '../../src/workflows/catalogue.ts';
+import { BenchUsageError } from './usage-error.ts';
 
 const { values } = parseArgs({
   options: {
@@ -43,7 +44,7 @@ const { values } = parseArgs({
 const runs = Number(values.runs);
 const threads = Number(values.threads);
 const steps = values.steps === undefined ? undefined : Number(values.steps);
-if (!(runs >= 1 && threads >= 1 && (steps === undefined || steps >= 1))) throw new Error('need --runs >= 1, --threads >= 1, --steps >= 1');
+if (!(runs >= 1 && threads >= 1 && (steps === undefined || steps >= 1))) throw new BenchUsageError('need --runs >= 1, --threads >= 1, --steps >= 1');
 sharp.concurrency(threads);
 
 // Every session.run() in this process, attributed to its graph role afterwards.

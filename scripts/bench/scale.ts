@@ -42,6 +42,7 @@ import { parseCreateBody } from '../../src/workflows/validate.ts';
 import { InProcessFleet } from '../keda/in-process-fleet.ts';
 import { Autoscaler, JetStreamLagReader, runAutoscaler, WORKERS_TRIGGER, type TickResult } from '../keda/simulate.ts';
 import { ExecutionLedger, SimulatedDeviceRunner } from '../keda/simulated-device-runner.ts';
+import { BenchUsageError } from './usage-error.ts';
 
 const { values } = parseArgs({
   options: {
@@ -76,7 +77,7 @@ if (
   !(jobs >= 1 && deviceMs >= 0 && lagThresholds.every((t) => t > 0) && activation >= 0 && maxReplicas >= 1 && pollMs >= 100 && prefetch >= 0 && concurrency >= 1) ||
   !(cooldownMs >= 0 && stabilizationMs >= 0 && podStartMs >= 0)
 ) {
-  throw new Error(
+  throw new BenchUsageError(
     'need --jobs >= 1, --device-ms >= 0, --lag-threshold > 0 (comma list), --activation >= 0, --max >= 1, --poll-ms >= 100, --cooldown-s, --stabilization-s and --pod-start-ms >= 0, --prefetch >= 0, --concurrency >= 1',
   );
 }

@@ -6,10 +6,11 @@
  */
 import { parseArgs } from 'node:util';
 import { benchScanCheck } from './scan-check.ts';
+import { BenchUsageError } from './usage-error.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '30' } } });
 const runs = Number(values.runs);
-if (!(Number.isInteger(runs) && runs >= 1)) throw new Error('--runs must be a positive integer');
+if (!(Number.isInteger(runs) && runs >= 1)) throw new BenchUsageError('--runs must be a positive integer');
 const rows = Object.entries(await benchScanCheck(runs)).map(([image, t]) => ({
   image,
   'median ms': t.medianMs.toFixed(1),

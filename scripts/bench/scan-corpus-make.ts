@@ -20,6 +20,7 @@ import { DEFAULT_MANIFEST_PATH, InferenceClient } from '../../src/worker/inferen
 import { captureParams, simulateCapture } from '../../test/qr/phone-capture.ts';
 import { benchJobs, startJob, type StartedJob } from './scan-corpus-jobs.ts';
 import type { CorpusEntry } from './scan-corpus-files.ts';
+import { BenchUsageError } from './usage-error.ts';
 
 const { values } = parseArgs({
   options: {
@@ -33,7 +34,7 @@ const { values } = parseArgs({
 const total = Number(values.images);
 const seed = Number(values.seed);
 const steps = Number(values.steps);
-if (!(Number.isInteger(total) && total >= 1)) throw new Error('--images must be a positive integer');
+if (!(Number.isInteger(total) && total >= 1)) throw new BenchUsageError('--images must be a positive integer');
 sharp.concurrency(1);
 await mkdir(values.out, { recursive: true });
 

@@ -26,6 +26,7 @@ import { readCorpus, type CorpusImage } from './scan-corpus-files.ts';
 import { BENCH_LADDERS } from './scan-corpus-ladders.ts';
 import { Referees, type RefereeReads } from './scan-corpus-referees.ts';
 import { styledCorpus } from './scan-corpus-styled.ts';
+import { BenchUsageError } from './usage-error.ts';
 
 const { values } = parseArgs({
   options: {
@@ -41,7 +42,7 @@ const { values } = parseArgs({
 });
 sharp.concurrency(1);
 const ladderNames = values.ladders ? values.ladders.split(',') : Object.keys(BENCH_LADDERS);
-for (const name of ladderNames) if (!BENCH_LADDERS[name]) throw new Error(`unknown ladder ${name}; known: ${Object.keys(BENCH_LADDERS).join(', ')}`);
+for (const name of ladderNames) if (!BENCH_LADDERS[name]) throw new BenchUsageError(`unknown ladder ${name}; known: ${Object.keys(BENCH_LADDERS).join(', ')}`);
 
 const t0 = performance.now();
 const corpus: CorpusImage[] = [];

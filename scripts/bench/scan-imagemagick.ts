@@ -23,6 +23,7 @@ import { rawImage, type RawImage } from '../../src/image/raw.ts';
 import { mulberry32 } from '../../src/util/mulberry32.ts';
 import { bandShare } from './scan-whole-image.ts';
 import type { ZxingJavaReferee } from './zxing-java.ts';
+import { BenchUsageError } from './usage-error.ts';
 
 const run = promisify(execFile);
 
@@ -103,7 +104,7 @@ function shotOf(width: number, height: number, placedSide: number, modules: numb
 /** One ImageMagick photo of `image` (PNG bytes `png`), drawn from `random`, as a JPEG file written to `file`. */
 export async function imageMagickCapture(png: Buffer, image: RawImage, placedSide: number, modules: number, random: () => number, file: string): Promise<Omit<Shot, 'args'>> {
   const command = imageMagickCommand();
-  if (!command) throw new Error('ImageMagick is not installed (apt-get install imagemagick)');
+  if (!command) throw new BenchUsageError('ImageMagick is not installed (apt-get install imagemagick)');
   const shot = shotOf(image.width, image.height, placedSide, modules, random, file);
   await new Promise<void>((resolve, reject) => {
     const child = execFile(command, shot.args, (error) => (error ? reject(error) : resolve()));

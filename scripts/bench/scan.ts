@@ -72,6 +72,7 @@ import { imageMagickModelAvailable, imageMagickReads, type ImageMagickReads } fr
 import { report, type Judged, type RepairPair, type Report, type Referees, type Row } from './scan-report.ts';
 import { benchCalibration } from './scan-calibration.ts';
 import { benchVerdictTiming } from './scan-timing.ts';
+import { BenchUsageError } from './usage-error.ts';
 
 const { values } = parseArgs({
   options: {
@@ -111,21 +112,21 @@ if (values.merge) {
 }
 const total = Number(values.images);
 const seed = Number(values.seed);
-if (!(Number.isInteger(seed) && seed >= 1)) throw new Error('--seed must be a positive integer');
+if (!(Number.isInteger(seed) && seed >= 1)) throw new BenchUsageError('--seed must be a positive integer');
 const mode = values.mode as QrRepairMode;
 const steps = Number(values.steps);
 const heldOut = Number(values['held-out']);
 const wholeImage = Number(values['whole-image']);
-if (!(Number.isInteger(total) && total >= 1)) throw new Error('--images must be a positive integer');
-if (!(Number.isInteger(steps) && steps >= 1)) throw new Error('--steps must be a positive integer');
-if (!(Number.isInteger(heldOut) && heldOut >= 1)) throw new Error('--held-out must be a positive integer');
-if (!(Number.isInteger(wholeImage) && wholeImage >= 0)) throw new Error('--whole-image must be a whole number');
+if (!(Number.isInteger(total) && total >= 1)) throw new BenchUsageError('--images must be a positive integer');
+if (!(Number.isInteger(steps) && steps >= 1)) throw new BenchUsageError('--steps must be a positive integer');
+if (!(Number.isInteger(heldOut) && heldOut >= 1)) throw new BenchUsageError('--held-out must be a positive integer');
+if (!(Number.isInteger(wholeImage) && wholeImage >= 0)) throw new BenchUsageError('--whole-image must be a whole number');
 const magick = Number(values.imagemagick);
-if (!(Number.isInteger(magick) && magick >= 0)) throw new Error('--imagemagick must be a whole number');
-if (magick > 0 && !imageMagickModelAvailable()) throw new Error('--imagemagick needs ImageMagick and zbarimg: apt-get install imagemagick zbar-tools');
-if (!isQrRepairMode(mode) || mode === 'off') throw new Error('--mode must be on_failure or always');
+if (!(Number.isInteger(magick) && magick >= 0)) throw new BenchUsageError('--imagemagick must be a whole number');
+if (magick > 0 && !imageMagickModelAvailable()) throw new BenchUsageError('--imagemagick needs ImageMagick and zbarimg: apt-get install imagemagick zbar-tools');
+if (!isQrRepairMode(mode) || mode === 'off') throw new BenchUsageError('--mode must be on_failure or always');
 const [shard, shards] = values.shard.split('/').map(Number) as [number, number];
-if (!(Number.isInteger(shards) && shards >= 1 && Number.isInteger(shard) && shard >= 0 && shard < shards)) throw new Error('--shard must be I/N with 0 <= I < N');
+if (!(Number.isInteger(shards) && shards >= 1 && Number.isInteger(shard) && shard >= 0 && shard < shards)) throw new BenchUsageError('--shard must be I/N with 0 <= I < N');
 
 /** Held-out family seeds: far from CHECK_SEED, one per image (and per control image). */
 const heldOutSeed = (index: number) => 1_000_003 * seed + 7 * index + 100;
@@ -232,7 +233,7 @@ function start(job: Job, index: number): Promise<Prepared> {
   });
 }
 
-if (list.length === 0) throw new Error(`--shard ${shard}/${shards} has no jobs: ${total} images make ${allJobs.length} jobs; use at most ${allJobs.length} shards`);
+if (list.length === 0) throw new BenchUsageError(`--shard ${shard}/${shards} has no jobs: ${total} images make ${allJobs.length} jobs; use at most ${allJobs.length} shards`);
 const t0 = performance.now();
 let next = start(list[0]!, 0);
 for (let j = 0; j < list.length; j++) {
@@ -336,11 +337,11 @@ report(figures);
 function checkShards(files: readonly string[], parts: readonly Report[]): void {
   const settings = (p: Report) => JSON.stringify({ of: p.shard?.of, images: p.shard?.images, seed: p.seed, mode: p.mode, steps: p.steps, heldOut: p.heldOut });
   parts.forEach((p, i) => {
-    if (!p.shard) throw new Error(`--merge: ${files[i]} does not say which shard it is (written before shards were recorded); run it again`);
-    if (settings(p) !== settings(parts[0]!)) throw new Error(`--merge: ${files[i]} is from another run than ${files[0]} (${settings(p)} vs ${settings(parts[0]!)})`);
+    if (!p.shard) throw new BenchUsageError(`--merge: ${files[i]} does not say which shard it is (written before shards were recorded); run it again`);
+    if (settings(p) !== settings(parts[0]!)) throw new BenchUsageError(`--merge: ${files[i]} is from another run than ${files[0]} (${settings(p)} vs ${settings(parts[0]!)})`);
   });
   const of = parts[0]!.shard!.of;
   const seen = parts.map((p) => p.shard!.index).sort((a, b) => a - b);
   const expected = Array.from({ length: of }, (_, i) => i);
-  if (JSON.stringify(seen) !== JSON.stringify(expected)) throw new Error(`--merge: the files are shards ${seen.join(', ')} of ${of}; give each of 0..${of - 1} once`);
+  if (JSON.stringify(seen) !== JSON.stringify(expected)) throw new BenchUsageError(`--merge: the files are shards ${seen.join(', ')} of ${of}; give each of 0..${of - 1} once`);
 }

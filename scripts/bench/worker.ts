@@ -46,6 +46,7 @@ import type { JobRunner, RunHooks } from '../../src/worker/runner.ts';
 import { catalogue } from '../../src/workflows/catalogue.ts';
 import { parseCreateBody } from '../../src/workflows/validate.ts';
 import { summarize } from './scan-check.ts';
+import { BenchUsageError } from './usage-error.ts';
 
 const PRELOAD = fileURLToPath(new URL('./ort-run-timing.cjs', import.meta.url));
 const CHANNEL = 'qr-art-ort-run-timing';
@@ -82,8 +83,8 @@ const steps = Number(values.steps);
 const batch = Number(values.batch);
 const threads = Number(values.threads);
 const prefetch = Number(values.prefetch);
-if (!(jobs >= 2 && steps >= 1 && batch >= 1 && batch <= 4 && threads >= 1 && prefetch >= 0)) throw new Error('need --jobs >= 2, --steps >= 1, --batch 1..4, --threads >= 1, --prefetch >= 0');
-if (values.provider !== 'cpu' && values.provider !== 'webgpu') throw new Error('--provider is cpu or webgpu (CUDA needs Dockerfile.cuda)');
+if (!(jobs >= 2 && steps >= 1 && batch >= 1 && batch <= 4 && threads >= 1 && prefetch >= 0)) throw new BenchUsageError('need --jobs >= 2, --steps >= 1, --batch 1..4, --threads >= 1, --prefetch >= 0');
+if (values.provider !== 'cpu' && values.provider !== 'webgpu') throw new BenchUsageError('--provider is cpu or webgpu (CUDA needs Dockerfile.cuda)');
 // The jobs' body is the API's: a --steps or --qr-repair it refuses is said now, before any server starts.
 job(0);
 
@@ -168,7 +169,7 @@ const sub = queue.nc.subscribe(subjects.eventsAll, {
 function job(i: number): JobMessage {
   const body = { workflow: 'generate_qr_art_v5', prompt: 'a blue koi pond, watercolor', qrContent: `https://example.com/qr-art/bench/${i}`, aspectRatio: '1:1', resolution: 'SD', steps, batchSize: batch, seed: 1000 + i, ...(values['qr-repair'] ? { qrRepair: values['qr-repair'] } : {}) };
   const parsed = parseCreateBody(body, { allowPrivateUrls: false });
-  if (!parsed.ok) throw new Error(`the API refuses this bench's job: ${parsed.issues.map((issue) => issue.message).join('; ')}`);
+  if (!parsed.ok) throw new BenchUsageError(`the API refuses this bench's job: ${parsed.issues.map((issue) => issue.message).join('; ')}`);
   const { workflow, input, imageCount } = parsed.value;
   return { id: `bench-${i}`, userId: 'bench', workflow, input, imageCount, createdAt: new Date().toISOString() };
 }
