@@ -516,11 +516,38 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
       await page.fill('[name=prompt]', 'a lighthouse');
       await page.fill('[name=qrContent]', 'https://example.com/l');
       await page.click('#create-button');
-      await waitFor(async () => ((await page.textContent('#progress-text'))?.startsWith('Could not reach the service') ? true : undefined));
+      // Said in the status line, a live region: a screen reader hears it as well.
+      await waitFor(async () => ((await page.textContent('#result-card [role=status]'))?.includes('Could not reach the service') ? true : undefined));
       down = false;
       await waitFor(async () => ((await page.textContent('#progress-text'))?.startsWith('Step 5 of 10') ? true : undefined));
-      expect(await page.textContent('#progress-text')).not.toContain('Could not reach');
+      expect(await page.textContent('#result-card [role=status]')).not.toContain('Could not reach');
+      expect(await page.textContent('#result-message')).toBe('Painting…');
       expect(streams).toBeGreaterThanOrEqual(2);
+      await close(page);
+    });
+
+    it('a prediction handed back to the queue (its worker stopped) no longer shows the step it had reached', async () => {
+      const page = await open(DESKTOP, KEY);
+      await page.route('**/v1/predictions/queue', (route) => route.fulfill({ json: { success: true, data: record('queued') } }));
+      await page.route(`**/v1/predictions/${FAKE_ID}/events`, (route) =>
+        route.fulfill({
+          headers: { 'content-type': 'text/event-stream' },
+          body: [
+            `event: prediction\ndata: ${JSON.stringify(record('executing'))}\n\n`,
+            'event: progress\ndata: {"step":7,"total":10}\n\n',
+            `event: prediction\ndata: ${JSON.stringify(record('queued'))}\n\n`,
+            `event: prediction\ndata: ${JSON.stringify(record('executing'))}\n\n`,
+          ].join(''),
+        }),
+      );
+      await page.route(`**/v1/predictions/${FAKE_ID}`, (route) => route.fulfill({ json: { success: true, data: record('executing') } }));
+      await page.fill('[name=prompt]', 'a lighthouse');
+      await page.fill('[name=qrContent]', 'https://example.com/l');
+      await page.click('#create-button');
+      await page.waitForSelector('#result-card[data-updates="polling"]');
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      expect(await page.textContent('#progress-text')).toBe('Live updates unavailable; checking every 2 seconds.');
+      expect(await page.getAttribute('#progress-bar', 'value')).toBeNull();
       await close(page);
     });
 

@@ -78,6 +78,9 @@ export function resultView(elements) {
   function render(record) {
     // Finished: nothing more to follow, so no note about how it is followed.
     if (TERMINAL.has(record.status)) polling = false;
+    // Handed back to the queue (a worker stopped): its next run starts from step 0, so the step
+    // heard before is not where it stands.
+    if (record.status === 'queued') lastProgress = null;
     card.hidden = false;
     card.dataset.status = record.status;
     // The status line is a live region: a screen reader hears each change, and with "Done." what
@@ -134,7 +137,9 @@ export function resultView(elements) {
         if (signal.aborted) return 'done';
         if (e instanceof ApiError && (e.status === 401 || e.status === 404)) throw e;
         unreachable = true;
-        barText.textContent = `Could not reach the service (${e.message}); trying again…`;
+        // In the status line (a live region), so a screen reader hears it too; the next record
+        // heard puts the status's own words back.
+        setText(message, `Could not reach the service (${e.message}); trying again…`);
       }
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
