@@ -111,8 +111,9 @@ function growthPasses(original: Rect, working: Size, m: number, multi: { passPix
     bottom: working.height - rectBottom(original),
   };
   const longest = Math.max(extents.left, extents.right, extents.top, extents.bottom);
-  // A border thinner than two latent rows cannot be split usefully.
-  const count = longest < 2 * m ? 1 : Math.min(multi.maxPasses, Math.max(2, Math.ceil(longest / multi.passPixels)));
+  // A border of at most two latent rows cannot be split usefully (two passes of one row each).
+  // Measured on the working canvas, where any padding under 16 px has become 16 by rounding.
+  const count = longest <= 2 * m ? 1 : Math.min(multi.maxPasses, Math.max(2, Math.ceil(longest / multi.passPixels)));
   const passes: Rect[] = [];
   let previous: Rect = original;
   for (let k = 1; k <= count; k++) {

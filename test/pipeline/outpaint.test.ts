@@ -286,8 +286,12 @@ describe('the plan', () => {
     expect(p.passes.at(-1)).toEqual({ x: 0, y: 0, ...p.working });
     const capped = planOutpaint({ width: 512, height: 512 }, { left: 256, right: 256, top: 128, bottom: 128 }, { ...opts, multi: { passPixels: 8, maxPasses: 4 } });
     expect(capped.passes).toHaveLength(4);
-    // A border under two latent rows is one pass even for multi_shots.
-    expect(planOutpaint({ width: 64, height: 64 }, { left: 8, right: 0, top: 0, bottom: 0 }, { ...opts, multi: { passPixels: 96, maxPasses: 8 } }).passes).toHaveLength(1);
+    // A border of up to two latent rows is one pass even for multi_shots: so is any padding under
+    // 16 px, which the working canvas's rounding makes 16 px (200 + 10 -> 216).
+    const multi = { ...opts, multi: { passPixels: 96, maxPasses: 8 } };
+    expect(planOutpaint({ width: 64, height: 64 }, { left: 8, right: 0, top: 0, bottom: 0 }, multi).passes).toHaveLength(1);
+    for (const right of [10, 15, 16]) expect(planOutpaint({ width: 200, height: 100 }, { left: 0, right, top: 0, bottom: 0 }, multi).passes).toHaveLength(1);
+    expect(planOutpaint({ width: 200, height: 100 }, { left: 0, right: 17, top: 0, bottom: 0 }, multi).passes).toHaveLength(2);
   });
 });
 
