@@ -22,10 +22,11 @@ const FORMAT_NAME: Record<ImageFormat, string> = { png: 'PNG', jpeg: 'JPEG', web
 export const SNIFF_BYTES = 12;
 
 /**
- * Sharp's own strictest setting (its documented choice for untrusted input): refuse truncated
- * or damaged pixel data instead of returning a half-grey picture.
+ * Refuse pixel data that ends early (a half-grey picture), but not libjpeg's warnings: "N
+ * extraneous bytes before marker" is common in phone and camera JPEGs that every browser shows,
+ * and the strictest setting ('warning') turned such a photo into "damaged".
  */
-const FAIL_ON = 'warning' as const;
+const FAIL_ON = 'truncated' as const;
 
 /** A decode of at most maxPixels takes well under a second; longer means a pathological file. */
 const DECODE_TIMEOUT_SECONDS = 30;

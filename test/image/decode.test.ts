@@ -153,6 +153,22 @@ describe('decodeImage', () => {
     });
   });
 
+  it('reads a JPEG with stray bytes before a marker (phones write them; browsers show it) as the picture it is, and still refuses one cut short', async () => {
+    // Noise: the scan data is most of the file, so a cut at 60% lands in it, past the headers.
+    const noise = Buffer.from(Array.from({ length: 64 * 48 * 3 }, (_, i) => (i * 2654435761) >>> 24));
+    const jpeg = await sharp(noise, { raw: { width: 64, height: 48, channels: 3 } }).jpeg({ quality: 90 }).toBuffer();
+    const dht = jpeg.indexOf(Buffer.from([0xff, 0xc4]));
+    expect(dht).toBeGreaterThan(0);
+    const stray = Buffer.concat([jpeg.subarray(0, dht), Buffer.from([0x00, 0x01, 0x02]), jpeg.subarray(dht)]);
+    const [clean, read] = await Promise.all([decodeImage(jpeg, { maxPixels: MAX }), decodeImage(stray, { maxPixels: MAX })]);
+    expect([read.width, read.height]).toEqual([64, 48]);
+    expect(Buffer.from(read.data).equals(Buffer.from(clean.data))).toBe(true);
+    await expect(decodeImage(jpeg.subarray(0, Math.floor(jpeg.length * 0.6)), { maxPixels: MAX })).rejects.toMatchObject({
+      code: 'corrupt_image',
+      message: expect.stringMatching(/^could not be decoded: the JPEG data is truncated or damaged/),
+    });
+  });
+
   it('refuses text, even when it would be named .png', async () => {
     await expect(decodeImage(Buffer.from('hello, I am a text file\n'), { maxPixels: MAX })).rejects.toMatchObject({
       code: 'not_an_image',
