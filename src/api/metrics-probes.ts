@@ -33,6 +33,22 @@ export function registerScrapeProbes(deps: ProbeDependencies): void {
   const logger = deps.logger.child({ component: 'metrics' });
   const probe = <T>(name: string, read: () => Promise<T>) => sharedProbe(name, read, timeoutMs, logger);
 
+  // No I/O: node-postgres keeps the counts; PGlite is one connection in this process. Registered
+  // first, so read first: the probes below send queries, and node-postgres counts each as
+  // waiting until its next tick, even one an idle connection takes.
+  new Gauge({
+    name: 'qrart_db_pool_connections',
+    help: 'Database connections by state (PGlite: its one connection, in use)',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      const pool = db.connections();
+      this.set({ state: 'in_use' }, pool.inUse);
+      this.set({ state: 'idle' }, pool.idle);
+      this.set({ state: 'waiting' }, pool.waiting);
+    },
+  });
+
   const outbox = probe('outbox', async () => {
     const { rows } = await db.query<{ messages: string | number; oldest_age: string | number | null }>(
       `SELECT count(*) AS messages, extract(epoch FROM now() - min(created_at)) AS oldest_age FROM outbox`,
@@ -56,19 +72,6 @@ export function registerScrapeProbes(deps: ProbeDependencies): void {
     (c) => c.pending + c.ackPending,
   );
 
-  // No I/O: node-postgres keeps the counts; PGlite is one connection in this process.
-  new Gauge({
-    name: 'qrart_db_pool_connections',
-    help: 'Database connections by state (PGlite: its one connection, in use)',
-    labelNames: ['state'] as const,
-    registers: [registry],
-    collect() {
-      const pool = db.connections();
-      this.set({ state: 'in_use' }, pool.inUse);
-      this.set({ state: 'idle' }, pool.idle);
-      this.set({ state: 'waiting' }, pool.waiting);
-    },
-  });
 }
 
 /** A JetStream consumer's backlog: not yet delivered, and delivered but not acked. */

@@ -1,9 +1,14 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { registerScrapeProbes } from '../../src/api/metrics-probes.ts';
 import type { Queue } from '../../src/queue/connection.ts';
 import type { Database } from '../../src/store/database.ts';
+import { openDatabase } from '../../src/store/open-database.ts';
+import { backend, testDatabaseUrl } from '../helpers/database.ts';
 import { parseScrape } from '../helpers/prometheus.ts';
 
 /**
@@ -48,6 +53,28 @@ describe('scrape-time probes', () => {
     expect(scraped.value('qrart_db_pool_connections', { state: 'waiting' })).toBe(1);
     // Two outbox gauges, one query; three job gauges and one webhook gauge, two consumer reads.
     expect(calls).toEqual({ db: 1, nats: 2 });
+  });
+
+  it(`count no connection as waiting on an idle database: the scrape's own outbox query is not a caller waiting (${backend})`, async () => {
+    // node-postgres queues even a query an idle connection will take until its next tick: the
+    // pool is read before the outbox probe sends one.
+    const database = await testDatabaseUrl();
+    const pgliteDir = await mkdtemp(path.join(tmpdir(), 'qrart-probes-'));
+    const db = await openDatabase({ databaseUrl: database.url, pgliteDir });
+    try {
+      const queue = { connected: () => false } as unknown as Queue;
+      const registry = new Registry();
+      registerScrapeProbes({ registry, db, queue, logger: pino({ level: 'silent' }) });
+      for (let scrape = 0; scrape < 3; scrape++) {
+        const scraped = parseScrape(await registry.metrics());
+        expect(scraped.value('qrart_outbox_messages')).toBe(0);
+        expect(scraped.value('qrart_db_pool_connections', { state: 'waiting' }), `scrape ${scrape}`).toBe(0);
+      }
+    } finally {
+      await db.close();
+      await database.drop();
+      await rm(pgliteDir, { recursive: true, force: true });
+    }
   });
 
   it('answer within the timeout while the database and NATS hang, leaving their series out', async () => {
