@@ -10,6 +10,7 @@ import type { PredictionReader } from '../predictions/reader.ts';
 import type { PredictionFeed } from '../queue/prediction-feed.ts';
 import { AllowedMethods } from './allowed-methods.ts';
 import { ApiError, toApiError } from './errors.ts';
+import { jsonBodyText } from './json-body.ts';
 import { UNMATCHED_ROUTE, type ApiMetrics } from './metrics.ts';
 import { closeGracefully } from './graceful-close.ts';
 import { docsRoutes } from './routes/docs.ts';
@@ -107,6 +108,19 @@ export function buildApi(deps: ApiDependencies) {
   // Create bodies are JSON only (spec 4): without fastify's built-in text/plain parser a
   // text/plain body is a 415, as on GET /v1/predictions/queue, not a string that fails validation.
   app.removeContentTypeParser('text/plain');
+  // fastify's own JSON parser (with the poisoning rules above), given text decoded strictly.
+  const parseJsonText = app.getDefaultJsonParser('remove', 'remove');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    let text: string;
+    try {
+      text = jsonBodyText(body as Buffer);
+    } catch (error) {
+      done(error as ApiError, undefined);
+      return;
+    }
+    parseJsonText(request, text, done);
+  });
 
   closeGracefully(app, deps.requestTimeoutMs);
   app.addHook('onSend', async (request, reply) => {

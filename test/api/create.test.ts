@@ -330,6 +330,26 @@ describe('creating predictions', () => {
       expectErrorBody(response.body, 'invalid_json');
     });
 
+    it('answer 400 for bytes that are not UTF-8 (a Latin-1 "café"), whatever the charset says, on POST and GET alike, and charge nothing', async () => {
+      const body = minimalBody('generate_qr_art_v4');
+      const latin1 = Buffer.from(JSON.stringify({ ...body, qrContent: 'café' }), 'latin1');
+      const before = await totalDocs(ALICE);
+      for (const response of [
+        await postRaw(ALICE, latin1, 'application/json'),
+        await postRaw(ALICE, latin1, 'application/json; charset=iso-8859-1'),
+        await rawCall(stack.baseUrl, 'GET', '/v1/predictions/queue', { headers: { 'x-api-key': ALICE, 'content-type': 'application/json' }, body: latin1 }),
+      ]) {
+        expect(response.status, JSON.stringify(response.body)).toBe(400);
+        expectErrorBody(response.body, 'invalid_json');
+        expect(response.body.error.details).toContainEqual(expect.objectContaining({ field: '', rule: 'utf8' }));
+      }
+      expect(await totalDocs(ALICE)).toBe(before);
+      // The same text as UTF-8 is taken, and keeps its é.
+      const utf8 = await postRaw(ALICE, Buffer.from(JSON.stringify({ ...body, qrContent: 'café' }), 'utf8'), 'application/json; charset=iso-8859-1');
+      expect(utf8.status, JSON.stringify(utf8.body)).toBe(200);
+      expect(utf8.body.data.input.qrContent).toBe('café');
+    });
+
     it('ignore a __proto__ or constructor.prototype key like any unknown field, on POST and GET alike', async () => {
       // Nothing under such a key is read: the required field it carries is still missing.
       const { qrText: _text, ...withoutText } = minimalBody('generate_qr_art_v4');

@@ -7,6 +7,7 @@ import type { PredictionSubmitter } from '../../predictions/create.ts';
 import { parseCreateBody } from '../../workflows/validate.ts';
 import { ApiKeyCheck, principalOf } from '../auth.ts';
 import { ApiError, invalidRequest, notFound } from '../errors.ts';
+import { jsonBodyText } from '../json-body.ts';
 import { pageMeta, parseListQuery } from '../pagination.ts';
 import type { PredictionFeed } from '../../queue/prediction-feed.ts';
 import { predictionEventRoutes } from './prediction-events.ts';
@@ -124,9 +125,9 @@ async function readJsonBody(request: FastifyRequest, limit: number): Promise<unk
   if (!type || type.split(';')[0]!.trim().toLowerCase() !== 'application/json') {
     throw new ApiError(415, 'unsupported_media_type', 'send the body as Content-Type: application/json', [{ field: 'content-type', rule: 'application/json' }]);
   }
+  const text = jsonBodyText(raw);
   try {
-    // A leading byte-order mark is dropped, as fastify's parser drops it from a POST body.
-    return JSON.parse(raw.toString('utf8').replace(/^\uFEFF/, ''));
+    return JSON.parse(text);
   } catch (error) {
     throw new ApiError(400, 'invalid_json', `the body is not valid JSON: ${(error as Error).message}`, [{ field: '', rule: 'json' }]);
   }
