@@ -286,6 +286,8 @@ describe('authentication and ownership', () => {
       ['OPTIONS', '/v1/predictions', 'GET, HEAD'],
       ['POST', '/playground/main.js', 'GET, HEAD'],
       ['GET', '/v1/qr/preview', 'POST'],
+      ['GET', '/v1/predictions/quote', 'POST'],
+      ['DELETE', '/v1/predictions/quote', 'POST'],
     ])('%s %s, a known path with another method, answers 405 with Allow: %s', async (method, path, allow) => {
       const response = await stack.call(method, path, { key: ALICE });
       expect(response.status).toBe(405);
@@ -295,6 +297,14 @@ describe('authentication and ownership', () => {
         success: false,
         error: { code: 'method_not_allowed', message: expect.stringContaining(`not ${method}`), details: [{ field: 'method', rule: 'allowed_methods', message: `use ${allow}` }] },
       });
+    });
+
+    it('GET and HEAD of the keyless quote are its 405 without a key too, not a 401 and a 404 for a prediction "quote"', async () => {
+      for (const method of ['GET', 'HEAD']) {
+        const response = await rawCall(stack.baseUrl, method, '/v1/predictions/quote', {});
+        expect(response.status, method).toBe(405);
+        expect(response.headers.allow).toBe('POST');
+      }
     });
   });
 });

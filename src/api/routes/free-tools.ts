@@ -54,6 +54,20 @@ export async function freeToolRoutes(app: FastifyInstance, options: FreeToolsOpt
     return { success: true, data: { workflow, credits: centsToCredits(costCents), input } };
   });
 
+  // Without it GET and HEAD here would reach /v1/predictions/:id: a key asked for, then a 404
+  // for a prediction "quote". A refusal costs nothing, so it is not rate limited.
+  app.route({
+    method: ['GET', 'HEAD'],
+    url: '/v1/predictions/quote',
+    config: { refusesMethod: true, rateLimit: false },
+    handler: async (request, reply) => {
+      void reply.header('allow', 'POST');
+      throw new ApiError(405, 'method_not_allowed', `/v1/predictions/quote accepts POST, not ${request.method}`, [
+        { field: 'method', rule: 'allowed_methods', message: 'use POST' },
+      ]);
+    },
+  });
+
   app.post('/v1/qr/preview', async (request, reply) => {
     const body = request.body;
     const given = body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
