@@ -44,6 +44,12 @@ export interface QrArtClientOptions {
   retries?: number;
   /** Longest wait between two tries, whatever Retry-After says; default 30 s. */
   maxRetryDelayMs?: number;
+  /**
+   * How long one try may wait for its answer (a JSON call: the whole answer; a download: its
+   * headers) before it counts as a lost connection, retried by the rule below; default 30 s.
+   * Without it a server that stalls holds a try for undici's 5 minutes.
+   */
+  requestTimeoutMs?: number;
 }
 
 export interface CallOptions {
@@ -110,6 +116,7 @@ export class Transport {
   private readonly fetchImpl: typeof fetch;
   private readonly retries: number;
   private readonly maxRetryDelayMs: number;
+  private readonly requestTimeoutMs: number;
 
   constructor(options: QrArtClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -120,6 +127,8 @@ export class Transport {
     this.fetchImpl = options.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.retries = options.retries ?? 3;
     this.maxRetryDelayMs = options.maxRetryDelayMs ?? 30_000;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+    if (!(this.requestTimeoutMs > 0)) throw new TypeError(`requestTimeoutMs must be a number of milliseconds above 0, got ${options.requestTimeoutMs}`);
   }
 
   /**
@@ -138,16 +147,18 @@ export class Transport {
       const problem = headerValueProblem(value);
       if (problem) throw new TypeError(`${name} ${problem}`);
     }
-    return this.withRetries(spec.retry, spec.signal, async () => {
-      const response = await this.send(this.url(spec.path), {
-        method: spec.method,
-        headers: this.headers(spec),
-        body: spec.body === undefined ? undefined : JSON.stringify(spec.body),
-        signal: spec.signal,
-      });
-      if (!response.ok) throw await errorFrom(response);
-      return this.parse(response, spec);
-    });
+    return this.withRetries(spec.retry, spec.signal, () =>
+      this.within(this.url(spec.path), spec.signal, async (signal) => {
+        const response = await this.send(this.url(spec.path), {
+          method: spec.method,
+          headers: this.headers(spec),
+          body: spec.body === undefined ? undefined : JSON.stringify(spec.body),
+          signal,
+        });
+        if (!response.ok) throw await errorFrom(response);
+        return this.parse(response, { ...spec, signal });
+      }),
+    );
   }
 
   /**
@@ -157,10 +168,30 @@ export class Transport {
    */
   async download(url: string, signal?: AbortSignal): Promise<Uint8Array> {
     return this.withRetries(true, signal, async () => {
-      const response = await this.send(url, { method: 'GET', signal });
+      // The time limit is the headers': a large image on a slow line may take longer to arrive.
+      const response = await this.within(url, signal, (bounded) => this.send(url, { method: 'GET', signal: bounded }));
       if (!response.ok) throw await errorFrom(response);
       return new Uint8Array(await readBody(response, url, signal, (r) => r.arrayBuffer()));
     });
+  }
+
+  /**
+   * Runs one try with a signal that also aborts after requestTimeoutMs; a try cut short by that
+   * limit (and not by the caller) is a QrArtConnectionError, so the retry rule covers it.
+   */
+  private async within<T>(url: string, caller: AbortSignal | undefined, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const limit = new AbortController();
+    const timer = setTimeout(() => limit.abort(new Error('request time limit')), this.requestTimeoutMs);
+    try {
+      return await run(caller ? AbortSignal.any([caller, limit.signal]) : limit.signal);
+    } catch (error) {
+      if (limit.signal.aborted && !caller?.aborted) {
+        throw new QrArtConnectionError(`no answer from ${new URL(url).origin} within ${this.requestTimeoutMs / 1000} s (requestTimeoutMs)`, { cause: error });
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Runs `attempt` under the retry rule above (once when `safe` is false). */

@@ -21,6 +21,11 @@ export interface WaitOptions {
   stream?: boolean;
   /** A stream silent this long counts as broken and is reopened; default 45 s (the server sends a keep-alive every 15 s). */
   streamIdleTimeoutMs?: number;
+  /**
+   * Called when a poll finds the API away (past the transport's retries) with what it got, and
+   * with null when the API answers again; the wait goes on meanwhile.
+   */
+  onApiAway?: (error: Error | null) => void;
 }
 
 /** Streams that end or break before the final record, in a row, before the wait polls for good. */
@@ -46,9 +51,13 @@ export async function waitForPrediction(http: Transport, id: string, options: Wa
     return isTerminalStatus(record.status) ? record : null;
   };
 
-  let useStream = options.stream !== false;
+  // The stream is given up for good when the server has none (or refuses this key one), and
+  // until the API is back when it broke MAX_STREAM_FAILURES times in a row.
+  let streamRefused = options.stream === false;
   let streamFailures = 0;
+  let away = false;
   for (;;) {
+    const useStream = !streamRefused && streamFailures < MAX_STREAM_FAILURES;
     if (useStream) {
       try {
         for await (const event of predictionEvents(http, id, { signal, idleTimeoutMs: options.streamIdleTimeoutMs })) {
@@ -64,16 +73,15 @@ export async function waitForPrediction(http: Transport, id: string, options: Wa
         streamFailures++;
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
-        if (error instanceof EventStreamUnavailableError) useStream = false;
+        if (error instanceof EventStreamUnavailableError) streamRefused = true;
         // A stream whose events make no sense: the plain record is still readable.
-        else if (error instanceof QrArtApiError && error.code === 'invalid_response') useStream = false;
+        else if (error instanceof QrArtApiError && error.code === 'invalid_response') streamRefused = true;
         // The key holds as many streams as the server allows (EVENT_STREAMS_PER_KEY): poll this one.
-        else if (error instanceof QrArtApiError && error.status === 429) useStream = false;
+        else if (error instanceof QrArtApiError && error.status === 429) streamRefused = true;
         else if (error instanceof QrArtConnectionError || (error instanceof QrArtApiError && error.status >= 500)) streamFailures++;
         // 401 and the like: polling would be refused the same way.
         else throw error;
       }
-      if (streamFailures >= MAX_STREAM_FAILURES) useStream = false;
     }
     // The record itself: between two streams (it may have finished meanwhile), or all along.
     let record: PredictionRecord;
@@ -83,14 +91,22 @@ export async function waitForPrediction(http: Transport, id: string, options: Wa
       if (signal?.aborted) throw signal.reason;
       // The API is away for longer than the transport's retries (a restart, a database failover):
       // the prediction goes on, and so does the wait; only the caller's signal ends it.
-      const away = error instanceof QrArtConnectionError || (error instanceof QrArtApiError && (error.status >= 500 || error.status === 429));
-      if (!away) throw error;
+      const apiAway = error instanceof QrArtConnectionError || (error instanceof QrArtApiError && (error.status >= 500 || error.status === 429));
+      if (!apiAway) throw error;
+      if (!away) options.onApiAway?.(error);
+      away = true;
       const retryAfterMs = error instanceof QrArtApiError && error.retryAfter !== null ? error.retryAfter * 1000 : 0;
       await sleep(Math.max(pollIntervalMs, retryAfterMs), signal);
       continue;
     }
+    if (away) {
+      // Back: the breaks were the outage's, not the stream's; it is worth opening again.
+      away = false;
+      streamFailures = 0;
+      options.onApiAway?.(null);
+    }
     const final = observe(record);
     if (final) return final;
-    await sleep(useStream ? RECONNECT_DELAY_MS : pollIntervalMs, signal);
+    await sleep(!streamRefused && streamFailures < MAX_STREAM_FAILURES ? RECONNECT_DELAY_MS : pollIntervalMs, signal);
   }
 }

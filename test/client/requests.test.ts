@@ -3,10 +3,12 @@
  * list paging, every page through listAll, quotes, the API's refusals as QrArtApiError with
  * their details, and the retry rule for creates (only with an Idempotency-Key).
  */
+import { createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { QrArtApiError, QrArtClient, QrArtConnectionError, type CreateBody } from '../../src/client/index.ts';
 import { balanceOf } from '../../src/store/accounts.ts';
-import type { TestStack } from '../helpers/service.ts';
+import { waitFor, type TestStack } from '../helpers/service.ts';
 import { SMALL_V5S, startClientStack } from './stack.ts';
 
 const LISTER = 'key-client-list-0123456789abcdef012345';
@@ -136,6 +138,56 @@ describe('QrArtClient requests', () => {
     expect(error).toBeInstanceOf(QrArtConnectionError);
     expect((error as Error).message).toMatch(/^cannot reach http:\/\/127\.0\.0\.1:1: /);
     expect(attempts).toHaveLength(3);
+  });
+
+  it('a server that takes a request and never answers is a lost connection after requestTimeoutMs, retried like one', async () => {
+    // A listener that accepts and reads, and says nothing: undici alone would wait 5 minutes.
+    const sockets: Socket[] = [];
+    let requests = 0;
+    const silent = createServer(() => void requests++).on('connection', (socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = silent.address() as AddressInfo;
+      const stalled = new QrArtClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: LISTER, retries: 1, requestTimeoutMs: 300, maxRetryDelayMs: 10 });
+      const t0 = performance.now();
+      const error = await stalled.list().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(QrArtConnectionError);
+      expect((error as Error).message).toBe(`no answer from http://127.0.0.1:${port} within 0.3 s (requestTimeoutMs)`);
+      expect(requests).toBe(2); // tried twice
+      expect(performance.now() - t0).toBeLessThan(5_000);
+      // The caller's own signal is still the caller's: its reason, not a lost connection.
+      const caller = new AbortController();
+      setTimeout(() => caller.abort(new Error('caller gave up')), 50);
+      await expect(stalled.list({ signal: caller.signal })).rejects.toThrow('caller gave up');
+      expect(() => new QrArtClient({ baseUrl: 'http://127.0.0.1:1', requestTimeoutMs: 0 })).toThrow(TypeError);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
+  it('wait says when the API is away and when it is back, and opens the event stream again once it is', async () => {
+    const created = await client.create({ ...SMALL_V5S, seed: 40 });
+    let down = true;
+    const streamsAfterBack: string[] = [];
+    // Fault injection: a restart: while down nothing connects; then the real API (no worker here: the prediction stays queued).
+    const restarting: typeof fetch = async (input, init) => {
+      if (down) throw new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED') });
+      if (new URL(String(input)).pathname.endsWith('/events')) streamsAfterBack.push(String(input));
+      return fetch(input, init);
+    };
+    const waiter = new QrArtClient({ baseUrl: stack.baseUrl, apiKey: LISTER, fetch: restarting, retries: 0 });
+    const away: (string | null)[] = [];
+    const stop = new AbortController();
+    const waiting = waiter.wait(created.id, { pollIntervalMs: 50, signal: stop.signal, onApiAway: (error) => away.push(error ? error.message : null) });
+    // Long enough for the stream to break three times in a row, which alone would mean polling for good.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(away).toEqual(['cannot reach ' + new URL(stack.baseUrl).origin + ': connect ECONNREFUSED']);
+    down = false;
+    await waitFor(async () => (streamsAfterBack.length > 0 ? true : undefined), 10_000, 20);
+    expect(away).toEqual([expect.any(String), null]);
+    stop.abort(new Error('done looking'));
+    await expect(waiting).rejects.toThrow('done looking');
   });
 
   it('an answer that breaks off mid-body is a lost answer: a keyed create is retried and charged once, a read is retried', async () => {
