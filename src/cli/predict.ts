@@ -39,12 +39,16 @@ each scans. The server checks the body (docs/workflows.md has every field, range
   --image URL  --image-width N  --image-height N  --padding-left N  --padding-right N
   --padding-top N  --padding-bottom N  --type one_shot|multi_shots          (outpainting)
 
+  --idempotency-key KEY  the create's Idempotency-Key (default a new one each run): the same key
+                         and body get the prediction already made instead of a second charge
   --wait                 wait until it is executed or failed, then download the images
+  --timeout SECONDS      with --wait, stop waiting after this long (the prediction goes on)
   --out DIR              where --wait writes <id>-<i>.png (default .)
-  --json                 print JSON: the record; with --wait {record, files}
+  --json                 print JSON: the record; with --wait {record, files} (and error, when it stops short)
 
 Exit status: 0 created (with --wait: executed), 1 failed (the prediction's error code and message
-are printed) or the server could not be reached, 2 bad flags, 3 the API refused the request (its
+are printed), the server could not be reached or answered 5xx (the --idempotency-key to repeat
+the create with is printed), or --timeout passed, 2 bad flags, 3 the API refused the request (its
 message and each field it names are printed).`;
 
 /** Every workflow's fields: a generation's (v5 names; forWorkflow renames them for v1-v4), the webhook, outpainting's. */
@@ -88,7 +92,9 @@ export async function predictCommand(argv: string[], env: PredictEnv = {}, stdin
         key: { type: 'string' },
         workflow: { type: 'string' },
         body: { type: 'string' },
+        'idempotency-key': { type: 'string' },
         wait: { type: 'boolean', default: false },
+        timeout: { type: 'string' },
         out: { type: 'string', default: '.' },
         json: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
@@ -121,6 +127,15 @@ export async function predictCommand(argv: string[], env: PredictEnv = {}, stdin
   const keyProblem = headerValueProblem(apiKey);
   if (keyProblem) return usageError([`the API key (--key or QR_ART_API_KEY) ${keyProblem}`]);
   if (!isHttpUrl(baseUrl)) return usageError([`--url: '${baseUrl}' is not an http(s) URL (e.g. ${DEFAULT_URL})`]);
+  const timeoutText = values.timeout as string | undefined;
+  const timeoutSeconds = timeoutText === undefined ? undefined : Number(timeoutText);
+  if (timeoutSeconds !== undefined && !(/^\d+(\.\d+)?$/.test(timeoutText!) && timeoutSeconds > 0)) return usageError([`--timeout: '${timeoutText}' is not a number of seconds above 0`]);
+  if (timeoutSeconds !== undefined && !values.wait) return usageError(['--timeout bounds --wait: give --wait too']);
+  // A key of its own: the client may then repeat the create after a lost answer without a
+  // second charge, and so may the user, with the key printed when the outcome is unknown.
+  const idempotencyKey = (values['idempotency-key'] as string | undefined) ?? randomUUID();
+  const idempotencyKeyProblem = headerValueProblem(idempotencyKey);
+  if (idempotencyKeyProblem) return usageError([`--idempotency-key ${idempotencyKeyProblem}`]);
   // Where --wait writes, checked before anything is charged.
   if (values.wait) {
     const problem = await outDirProblem(String(values.out));
@@ -128,9 +143,21 @@ export async function predictCommand(argv: string[], env: PredictEnv = {}, stdin
   }
 
   const client = new QrArtClient({ baseUrl, apiKey });
+  let created: PredictionRecord;
   try {
-    // A key of its own: the client may then repeat the create after a lost answer without a second charge.
-    const created = await client.create(body, { idempotencyKey: randomUUID() });
+    created = await client.create(body, { idempotencyKey });
+  } catch (error) {
+    // No answer, or the server could not serve it: the prediction may have been made and charged.
+    const unknown = error instanceof QrArtConnectionError || (error instanceof QrArtApiError && error.status >= 500);
+    if (!unknown) {
+      if (error instanceof QrArtApiError) return apiRefusal(error, flags);
+      throw error;
+    }
+    console.error(error instanceof QrArtApiError ? `${error.message} (${error.status} ${error.code})` : error.message);
+    console.error(`  the prediction may have been made: run the same command with --idempotency-key ${idempotencyKey} to get it without a second charge`);
+    return 1;
+  }
+  try {
     if (!values.wait) {
       if (values.json) console.log(JSON.stringify(created));
       else console.log(`${created.id}  ${workflow}  ${created.credits} credits  ${created.status}`);
@@ -139,8 +166,22 @@ export async function predictCommand(argv: string[], env: PredictEnv = {}, stdin
     if (!values.json) console.log(`${created.id}  ${workflow}  ${created.credits} credits`);
     const display = progressDisplay(process.stderr);
     let done: PredictionRecord;
+    let last = created;
     try {
-      done = await client.wait(created.id, { onStatus: (record) => display.status(record.status), onProgress: (p) => display.progress(p.step, p.total) });
+      done = await client.wait(created.id, {
+        signal: timeoutSeconds === undefined ? undefined : AbortSignal.timeout(timeoutSeconds * 1000),
+        onStatus: (record) => ((last = record), display.status(record.status)),
+        onProgress: (p) => display.progress(p.step, p.total),
+        // The wait rides out an API that is away; say so instead of standing still without a word.
+        onApiAway: (error) => display.note(error ? `cannot reach the API (${error.message}); still waiting for ${created.id}` : 'the API answers again'),
+      });
+    } catch (error) {
+      if (!(error instanceof DOMException && error.name === 'TimeoutError')) throw error;
+      display.stop();
+      const why = `still ${last.status} after ${timeoutSeconds} s (--timeout); it goes on: GET /v1/predictions/${created.id}`;
+      if (values.json) console.log(JSON.stringify({ record: last, files: [], error: why }));
+      console.error(why);
+      return 1;
     } finally {
       display.stop();
     }
@@ -209,12 +250,12 @@ async function finish(client: QrArtClient, record: PredictionRecord, out: string
       data = await client.download(url);
     } catch (error) {
       if (!(error instanceof QrArtApiError || error instanceof QrArtConnectionError)) throw error;
-      return imagesStayAt(urls, `cannot download ${url}: ${error.message}`);
+      return imagesStayAt(urls, `cannot download ${url}: ${error.message}`, json ? { record, files } : undefined);
     }
     try {
       await writeFile(file, data);
     } catch (error) {
-      return imagesStayAt(urls, `cannot write ${file}: ${(error as Error).message}`);
+      return imagesStayAt(urls, `cannot write ${file}: ${(error as Error).message}`, json ? { record, files } : undefined);
     }
     files.push({ path: file, url, isScannable: record.isScanables[i] ?? null, scanRobustness: robustness[i] ?? null });
   }
@@ -229,8 +270,9 @@ async function finish(client: QrArtClient, record: PredictionRecord, out: string
   return 0;
 }
 
-/** Exit 1 after a made prediction's images could not be saved: why, then their URLs. */
-function imagesStayAt(urls: readonly string[], why: string): number {
+/** Exit 1 after a made prediction's images could not be saved: why, then their URLs (and, with --json, the record on stdout). */
+function imagesStayAt(urls: readonly string[], why: string, json?: { record: PredictionRecord; files: unknown[] }): number {
+  if (json) console.log(JSON.stringify({ ...json, error: why }));
   console.error(`${why}; the images stay at:`);
   for (const each of urls) console.error(`  ${each}`);
   return 1;
@@ -253,6 +295,8 @@ function apiRefusal(error: QrArtApiError, flags: readonly BodyFlag[]): number {
 interface ProgressDisplay {
   status(status: string): void;
   progress(step: number, total: number): void;
+  /** A line of its own (the API away and back), above a bar on a terminal. */
+  note(text: string): void;
   stop(): void;
 }
 
@@ -262,6 +306,7 @@ function progressDisplay(stream: NodeJS.WriteStream): ProgressDisplay {
     return {
       status: (status) => void stream.write(`status: ${status}\n`),
       progress: (step, total) => void stream.write(`step ${step}/${total}\n`),
+      note: (text) => void stream.write(`${text}\n`),
       stop: () => undefined,
     };
   }
@@ -286,6 +331,15 @@ function progressDisplay(stream: NodeJS.WriteStream): ProgressDisplay {
       start(total, step);
       bar.setTotal(total);
       bar.update(step, { status });
+    },
+    note(text) {
+      if (!started) return void stream.write(`${text}\n`);
+      // The line above the bar, then the bar again where it stood.
+      const [total, value] = [bar.getTotal(), bar.getProgress() * bar.getTotal()];
+      bar.stop();
+      stream.write(`${text}\n`);
+      started = false;
+      start(total, Math.round(value));
     },
     stop: () => {
       if (started) bar.stop();

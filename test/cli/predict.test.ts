@@ -149,6 +149,64 @@ describe('qr-art predict', () => {
     expect(fileGets).toHaveLength(4); // the first try and 3 retries
     expect(errors.at(-2)).toMatch(new RegExp(`^cannot download ${escapeRegExp(fileGets[0]!)}: cannot reach http://127\\.0\\.0\\.1:\\d+: connect ECONNREFUSED; the images stay at:$`));
     expect(errors.at(-1)).toBe(`  ${fileGets[0]}`);
+    // With --json the record is still printed on stdout, with why the files are missing.
+    const json = await inProcess([...SMALL, '--prompt', 'a lighthouse', '--wait', '--json', '--out', path.join(dir, 'unreachable')], (url) =>
+      new URL(url).pathname.startsWith('/v1/files/') ? Promise.reject(new TypeError('fetch failed', { cause: new Error('connect ECONNREFUSED') })) : undefined,
+    );
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.out.at(-1)!)).toMatchObject({ record: { status: 'executed' }, files: [], error: expect.stringMatching(/^cannot download /) });
+  });
+
+  /** predictCommand in this process with `fake` standing in front of fetch (undefined: the real one); what it printed. */
+  async function inProcess(args: string[], fake: (input: string, init: RequestInit | undefined, real: typeof fetch) => Promise<Response> | undefined): Promise<{ code: number; out: string[]; err: string[] }> {
+    const realFetch = globalThis.fetch;
+    const printed = { out: [] as string[], err: [] as string[] };
+    const errors = vi.spyOn(console, 'error').mockImplementation((...parts: unknown[]) => void printed.err.push(parts.join(' ')));
+    const logs = vi.spyOn(console, 'log').mockImplementation((...parts: unknown[]) => void printed.out.push(parts.join(' ')));
+    vi.stubGlobal('fetch', (input: string | URL | Request, init?: RequestInit) => fake(String(input instanceof Request ? input.url : input), init, realFetch) ?? realFetch(input, init));
+    try {
+      return { code: await predictCommand(args, env), ...printed };
+    } finally {
+      vi.unstubAllGlobals();
+      errors.mockRestore();
+      logs.mockRestore();
+    }
+  }
+
+  it('a create whose outcome is unknown (503 after every retry) exits 1 naming its --idempotency-key; the same command with it gets the prediction, charged once', async () => {
+    const args = [...SMALL, '--prompt', 'an unknown outcome', '--seed', '21'];
+    const before = (await stack.call('GET', '/v1/predictions', { key: KEY })).body.data.totalDocs;
+    // Each create reaches the API, whose answer is then lost behind a 503 (the server's own create_outcome_unknown).
+    const lost = await inProcess(args, (url, init, real) => {
+      if (init?.method !== 'POST' || !url.endsWith('/v1/predictions/queue')) return undefined;
+      return real(url, init).then(async (response) => {
+        await response.body?.cancel();
+        const error = { code: 'create_outcome_unknown', message: 'the outcome is not known yet', details: [] };
+        return Response.json({ success: false, error }, { status: 503, headers: { 'retry-after': '0' } });
+      });
+    });
+    expect(lost.code).toBe(1);
+    const key = /--idempotency-key (\S+) to get it without a second charge$/.exec(lost.err.at(-1) ?? '')?.[1];
+    expect(key, lost.err.join('\n')).toBeDefined();
+    const again = await run([...args, '--idempotency-key', key!], { env });
+    expect(again.code, again.err).toBe(0);
+    const after = (await stack.call('GET', '/v1/predictions', { key: KEY })).body;
+    expect(after.data.totalDocs).toBe(before + 1);
+    expect(again.out.split(/\s+/)[0]).toBe(after.data.docs[0].id);
+  });
+
+  it('--timeout ends a --wait that goes on too long with exit 1, the id and, with --json, the record on stdout', async () => {
+    // The event stream is held without a word (a stalled proxy): only --timeout ends the wait.
+    const held = await inProcess([...SMALL, '--prompt', 'a slow one', '--wait', '--timeout', '0.5', '--json', '--out', path.join(dir, 'timeout')], (url, init) =>
+      new URL(url).pathname.endsWith('/events') ? new Promise<Response>((_, reject) => init?.signal?.addEventListener('abort', () => reject(init.signal!.reason))) : undefined,
+    );
+    expect(held.code).toBe(1);
+    const printed = JSON.parse(held.out.at(-1)!);
+    expect(printed.error).toBe(`still queued after 0.5 s (--timeout); it goes on: GET /v1/predictions/${printed.record.id}`);
+    expect(printed.files).toEqual([]);
+    expect(held.err.at(-1)).toBe(printed.error);
+    expect((await run([...SMALL, '--prompt', 'x', '--timeout', '-1', '--wait'], { env })).code).toBe(2);
+    expect((await run([...SMALL, '--prompt', 'x', '--timeout', '5'], { env })).err).toContain('--timeout bounds --wait');
   });
 
   it('a request the API refuses exits 3 with its message and each field named by its flag', async () => {
