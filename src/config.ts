@@ -13,23 +13,43 @@ const boolean = z
   .enum(['true', 'false', '1', '0', 'yes', 'no', ''])
   .transform((value) => value === 'true' || value === '1' || value === 'yes');
 
+/**
+ * A number written as decimals (a sign and a fraction allowed; the bounds come after). Not
+ * z.coerce alone: Number() reads ' ' as 0, '0x1F90' as 8080 and '1e3' as 1000, so a blank
+ * PORT listened on a random port and a blank IMAGE_RETENTION_HOURS kept images for good.
+ */
+const decimal = (number: z.ZodNumber) =>
+  z
+    .string()
+    .trim()
+    .regex(/^-?\d+(\.\d+)?$/, 'must be a number written in decimal digits')
+    .transform(Number)
+    .pipe(number);
+
+/** CPU threads per ONNX Runtime session: far above any machine's cores; ONNX Runtime's pool grows without bound on a huge count. */
+export const MAX_INFERENCE_THREADS = 256;
+/** The highest CUDA device index taken (no machine has that many GPUs). */
+export const MAX_CUDA_DEVICE_ID = 63;
+
 /** The longest a Node timer waits; a longer setTimeout fires after 1 ms. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** A duration in ms that a timer will wait out: at least `min`, at most MAX_TIMER_MS (about 24.8 days). */
 const timerMs = (min: number) =>
-  z.coerce
-    .number()
-    .int()
-    .min(min, `must be at least ${min} ms`)
-    .max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days): a longer timer would fire at once`);
+  decimal(
+    z
+      .number()
+      .int()
+      .min(min, `must be at least ${min} ms`)
+      .max(MAX_TIMER_MS, `must be at most ${MAX_TIMER_MS} ms (about 24.8 days): a longer timer would fire at once`),
+  );
 const milliseconds = timerMs(1);
 
 /** http(s) URLs only: what `output` links and the quick start build on. */
 const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' });
 
 /** A port to listen on (0 = any free port), or 'off': no listener at all. */
-const portOrOff = z.union([z.literal('off'), z.coerce.number().int().min(0).max(65535)]);
+const portOrOff = z.union([z.literal('off'), decimal(z.number().int().min(0).max(65535))], { error: 'must be a port number from 0 to 65535, or off' });
 
 /** A proxy entry fastify's trustProxy (proxy-addr) understands: an address, a CIDR block, or a named range. */
 function isProxyEntry(entry: string): boolean {
@@ -83,7 +103,7 @@ export const DEFAULT_DATA_DIR = './data';
 
 /** Every environment variable the service reads, validated once at start. */
 export const ConfigSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  PORT: decimal(z.number().int().min(0).max(65535)).default(8080),
   HOST: z.string().default('0.0.0.0'),
   /** Base of the URLs put in `output` (image files); defaults to http://localhost:PORT. */
   PUBLIC_BASE_URL: httpUrl
@@ -97,7 +117,7 @@ export const ConfigSchema = z.object({
     .regex(/^(postgres(ql)?:\/\/.|socket:.|\/.)/i, 'must be a postgres:// or postgresql:// URL (or a socket path; unset: the embedded PGlite database)')
     .optional(),
   /** PostgreSQL connections per process. */
-  DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  DB_POOL_SIZE: decimal(z.number().int().min(1).max(200)).default(10),
   /** Connecting to PostgreSQL, or waiting for a free pooled connection, before answering 503. */
   DB_CONNECT_TIMEOUT_MS: milliseconds.default(2000),
   /** One statement, on the client (a stalled server) and the server (statement_timeout), before answering 503. */
@@ -107,15 +127,15 @@ export const ConfigSchema = z.object({
   /** At start, how long the API and a worker wait for an unreachable NATS server before giving up (exit 1). */
   NATS_STARTUP_WAIT_MS: timerMs(0).default(60_000),
   /** How long a create's Idempotency-Key is remembered (then it may be used afresh). */
-  IDEMPOTENCY_KEY_TTL_HOURS: z.coerce.number().positive().max(24 * 30).default(24),
+  IDEMPOTENCY_KEY_TTL_HOURS: decimal(z.number().positive().max(24 * 30)).default(24),
   /** A prediction still queued or executing this long after it last changed is failed and refunded (predictions/expiry.ts). */
-  PREDICTION_EXPIRY_HOURS: z.coerce.number().min(1).max(24 * 30).default(24),
+  PREDICTION_EXPIRY_HOURS: decimal(z.number().min(1).max(24 * 30)).default(24),
   /**
    * Output images are deleted this long after they were made (the image bucket's max age); 0
    * keeps them for good. Unset leaves the bucket as it is, so a process without it never
    * undoes another's setting; a new bucket keeps images for good.
    */
-  IMAGE_RETENTION_HOURS: z.coerce.number().min(0).max(24 * 3650).optional(),
+  IMAGE_RETENTION_HOURS: decimal(z.number().min(0).max(24 * 3650)).optional(),
   /** The nats-server binary `start` runs when NATS_URL is unset; unset: nats-server on PATH, else Debian's /usr/sbin/nats-server. */
   NATS_SERVER_BIN: z.string().optional(),
   /** NATS servers, comma separated; when unset, `start` runs a local nats-server. */
@@ -138,30 +158,30 @@ export const ConfigSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** auto: readable lines for `start` on a terminal, JSON lines otherwise (logger.ts resolveLogFormat); pretty / json force one. */
   LOG_FORMAT: z.enum(['auto', 'pretty', 'json']).default('auto'),
-  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(64 * 1024),
+  BODY_LIMIT_BYTES: decimal(z.number().int().min(1024).max(10 * 1024 * 1024)).default(64 * 1024),
   /** The whole request, headers and body, must arrive within this (else 408); also bounds reading the rest of a refused body. */
   REQUEST_TIMEOUT_MS: timerMs(1000).default(30_000),
   /** Proxies in front of the API whose X-Forwarded-For gives the client address (rate limits, logs): false, a hop count, or addresses/CIDRs. */
   TRUST_PROXY: trustProxy.default(false),
   /** Keyless previews and quotes a minute from one client address (routes/free-tools.ts). */
-  PREVIEW_RATE_LIMIT: z.coerce.number().int().min(1).default(120),
+  PREVIEW_RATE_LIMIT: decimal(z.number().int().min(1)).default(120),
   /** Event streams one API key may hold open on one API replica (each is two subscriptions and a read every 5 s); one more is 429. */
-  EVENT_STREAMS_PER_KEY: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_EVENT_STREAMS_PER_KEY),
+  EVENT_STREAMS_PER_KEY: decimal(z.number().int().min(1).max(100_000)).default(DEFAULT_EVENT_STREAMS_PER_KEY),
   /** How long a valid API key is remembered (a revocation takes effect within it); 0 disables. */
   API_KEY_CACHE_TTL_MS: timerMs(0).default(5000),
   /** How stale a prediction read may be when another API replica changed it; 0 disables. */
   READ_CACHE_TTL_MS: timerMs(0).default(1000),
   /** Copies of each JetStream stream and of the image bucket: 3 on a clustered NATS, 1 on a single server. */
-  JETSTREAM_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
+  JETSTREAM_REPLICAS: decimal(z.number().int().min(1).max(5)).default(1),
   /** A job's heartbeat window: a worker signs of life every third of it, so at least 1 s. */
   JOB_ACK_WAIT_MS: timerMs(1000).default(60_000),
-  JOB_MAX_DELIVER: z.coerce.number().int().min(1).max(100).default(3),
+  JOB_MAX_DELIVER: decimal(z.number().int().min(1).max(100)).default(3),
   /** Jobs a worker holds at once: on the device, waiting for it, and being finished on the CPU. */
-  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  WORKER_CONCURRENCY: decimal(z.number().int().min(1).max(64)).default(4),
   /** Jobs held ready behind the one the device runs, so it never waits for the next pull. */
-  WORKER_PREFETCH: z.coerce.number().int().min(0).max(8).default(1),
+  WORKER_PREFETCH: decimal(z.number().int().min(0).max(8)).default(1),
   /** Threads that scan-check, repair and PNG-encode images; unset = every core but one. */
-  FINISH_THREADS: z.coerce.number().int().min(1).max(64).optional(),
+  FINISH_THREADS: decimal(z.number().int().min(1).max(64)).optional(),
   /** A job's deadline once the device starts it; unset = derived from its steps and size (worker/deadline.ts). */
   JOB_TIMEOUT_MS: milliseconds.optional(),
   /** How long an aborted or timed-out run may take to stop before its thread is terminated (and a thread to end after that, before the worker gives up). */
@@ -186,15 +206,15 @@ export const ConfigSchema = z.object({
   WORKER_ID: z.string().optional(),
   /** Client images (qrImage, outpainting image): whole-fetch time limit, body size cap, decoded pixel cap. */
   IMAGE_FETCH_TIMEOUT_MS: milliseconds.default(DEFAULT_IMAGE_FETCH_LIMITS.totalTimeoutMs),
-  IMAGE_MAX_BYTES: z.coerce.number().int().min(1024).default(DEFAULT_IMAGE_FETCH_LIMITS.maxBytes),
-  IMAGE_MAX_PIXELS: z.coerce.number().int().min(1).default(DEFAULT_IMAGE_FETCH_LIMITS.maxPixels),
+  IMAGE_MAX_BYTES: decimal(z.number().int().min(1024)).default(DEFAULT_IMAGE_FETCH_LIMITS.maxBytes),
+  IMAGE_MAX_PIXELS: decimal(z.number().int().min(1)).default(DEFAULT_IMAGE_FETCH_LIMITS.maxPixels),
   /** Model manifest for the worker and `generate`; unset = this package's models/manifest.json (demo graphs). */
   MODELS_MANIFEST: z.string().optional(),
   /** ONNX Runtime execution provider; a device that cannot run every graph stops the worker, unless ',cpu' allows the fallback. */
   EXECUTION_PROVIDER: z.enum(EXECUTION_PROVIDER_VALUES).default('cpu'),
-  CUDA_DEVICE_ID: z.coerce.number().int().min(0).default(0),
+  CUDA_DEVICE_ID: decimal(z.number().int().min(0).max(MAX_CUDA_DEVICE_ID)).default(0),
   /** CPU threads per ONNX Runtime session; unset = all cores. */
-  INFERENCE_THREADS: z.coerce.number().int().min(1).optional(),
+  INFERENCE_THREADS: decimal(z.number().int().min(1).max(MAX_INFERENCE_THREADS)).optional(),
   /** diffusion: the model pipeline; control-image: return the control image itself (no models; fast, for tests and layout checks). */
   WORKER_PIPELINE: z.enum(['diffusion', 'control-image']).default('diffusion'),
 }).superRefine((config, context) => {

@@ -4,6 +4,7 @@
  * job then runs through the worker's DiffusionRunner (inference thread, NSFW check, scan check)
  * and the images are written as PNG files.
  */
+import { MAX_CUDA_DEVICE_ID, MAX_INFERENCE_THREADS } from '../config.ts';
 import { constants } from 'node:fs';
 import { access, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -109,15 +110,16 @@ export async function generateCommand(argv: string[], config: GenerateConfig = {
   if (isWorkflowName(workflow) && catalogue[workflow].family === 'outpainting') problems.push(`--workflow: ${workflow} is not a QR workflow; generate makes QR art`);
   const providerName = (values.provider as string | undefined) ?? config.EXECUTION_PROVIDER ?? 'cpu';
   if (!(EXECUTION_PROVIDER_VALUES as readonly string[]).includes(providerName)) problems.push(`--provider must be one of ${EXECUTION_PROVIDER_VALUES.join(', ')}, got '${providerName}'`);
-  const intFlag = (name: string, min: number): number | undefined => {
+  const intFlag = (name: string, min: number, max: number): number | undefined => {
     const raw = values[name];
     if (raw === undefined) return undefined;
     const n = Number(raw);
-    if (typeof raw !== 'string' || raw.trim() === '' || !Number.isInteger(n) || n < min) problems.push(`--${name} must be an integer >= ${min}, got '${String(raw)}'`);
+    if (typeof raw !== 'string' || !/^\d+$/.test(raw.trim()) || n < min || n > max) problems.push(`--${name} must be an integer from ${min} to ${max}, got '${String(raw)}'`);
     return n;
   };
-  const deviceId = intFlag('device-id', 0) ?? config.CUDA_DEVICE_ID ?? 0;
-  const threads = intFlag('threads', 1) ?? config.INFERENCE_THREADS;
+  // The bounds of CUDA_DEVICE_ID and INFERENCE_THREADS (config.ts).
+  const deviceId = intFlag('device-id', 0, MAX_CUDA_DEVICE_ID) ?? config.CUDA_DEVICE_ID ?? 0;
+  const threads = intFlag('threads', 1, MAX_INFERENCE_THREADS) ?? config.INFERENCE_THREADS;
 
   // Body flags: those the workflow does not take are refused, not silently dropped.
   const flags = forWorkflow(GENERATION_FLAGS, workflow);

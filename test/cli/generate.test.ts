@@ -77,10 +77,12 @@ describe('qr-art generate', () => {
     expect(unknown.code).toBe(2);
     expect(unknown.err).toContain('--bogus');
 
-    const machine = await run(['--prompt', 'x', '--qr-content', 'y', '--provider', 'tpu', '--device-id=x', '--workflow', 'generate_qr_art_v4', '--cfg', '3']);
+    const machine = await run(['--prompt', 'x', '--qr-content', 'y', '--provider', 'tpu', '--device-id=x', '--threads', '99999', '--workflow', 'generate_qr_art_v4', '--cfg', '3']);
     expect(machine.code).toBe(2);
     expect(machine.err).toContain('--provider must be one of cpu, cuda, cuda,cpu, webgpu, webgpu,cpu');
-    expect(machine.err).toContain("--device-id must be an integer >= 0, got 'x'");
+    expect(machine.err).toContain("--device-id must be an integer from 0 to 63, got 'x'");
+    // ONNX Runtime's pool would grow without bound (and its refusal of 1e12 names a model file).
+    expect(machine.err).toContain("--threads must be an integer from 1 to 256, got '99999'");
     expect(machine.err).toContain('--cfg: generate_qr_art_v4 does not take cfg');
 
     const workflow = await run(['--workflow', 'outpainting', '--prompt', 'x']);

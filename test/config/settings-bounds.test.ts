@@ -24,6 +24,16 @@ describe('settings bounds', () => {
     ['NATS_URL', 'garbage url', /NATS_URL: must list NATS servers/],
     ['NATS_URL', 'nats://a:4222,,nats://b:4222', /NATS_URL: must list NATS servers/],
     ['NATS_URL', 'http://nats:4222', /NATS_URL: must list NATS servers/],
+    // Number() would read these as 0, 8080 and 1000: a blank PORT listened anywhere, a blank retention kept images for good.
+    ['PORT', ' ', /PORT: must be a number written in decimal digits/],
+    ['PORT', '0x1F90', /PORT: must be a number written in decimal digits/],
+    ['JOB_ACK_WAIT_MS', '1e3', /JOB_ACK_WAIT_MS: must be a number written in decimal digits/],
+    ['IMAGE_RETENTION_HOURS', '  ', /IMAGE_RETENTION_HOURS: must be a number written in decimal digits/],
+    ['METRICS_PORT', ' ', /METRICS_PORT: must be a port number from 0 to 65535, or off$/],
+    ['WORKER_METRICS_PORT', 'nine', /WORKER_METRICS_PORT: must be a port number from 0 to 65535, or off$/],
+    // ONNX Runtime's thread pool grows without bound on a huge count, and its refusal names a model file.
+    ['INFERENCE_THREADS', '99999', /INFERENCE_THREADS: .*256/],
+    ['CUDA_DEVICE_ID', '1000', /CUDA_DEVICE_ID: .*63/],
   ])('refuses %s=%s', (name, value, message) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(message);
@@ -41,7 +51,11 @@ describe('settings bounds', () => {
       PUBLIC_BASE_URL: 'https://images.example.com/qr/',
       DATABASE_URL: 'postgresql://app@db.internal:5432/qrart',
       WARMUP_SIZES: '768x768,3840x2160',
+      PORT: ' 9000 ',
+      IMAGE_RETENTION_HOURS: '0.5',
+      INFERENCE_THREADS: '256',
     });
+    expect(config).toMatchObject({ PORT: 9000, IMAGE_RETENTION_HOURS: 0.5, INFERENCE_THREADS: 256 });
     expect(config).toMatchObject({ JOB_TIMEOUT_MS: 2147483647, JOB_ACK_WAIT_MS: 1000, PUBLIC_BASE_URL: 'https://images.example.com/qr/', WARMUP_SIZES: '768x768,3840x2160' });
     for (const url of ['postgres://u@h/db', 'POSTGRES://u@h/db', 'socket:/var/run/postgresql?db=qrart', '/var/run/postgresql qrart']) {
       expect(loadConfig({ DATABASE_URL: url }).DATABASE_URL).toBe(url);
