@@ -252,15 +252,26 @@ export function publicBaseUrl(config: Config, listeningPort?: number): string {
  */
 export const MIN_API_KEY_LENGTH = 24;
 
-/** Why an operator's chosen key is refused, or undefined. */
-export function apiKeyTooShort(apiKey: string): string | undefined {
-  return apiKey.length < MIN_API_KEY_LENGTH
-    ? `the key has ${apiKey.length} characters; use at least ${MIN_API_KEY_LENGTH} (qr-art keys create mints a random one)`
-    : undefined;
+/**
+ * Why an operator's chosen key is refused, or undefined. Visible ASCII only: a header cannot
+ * carry a character beyond Latin-1 (fetch refuses it), and HTTP trims surrounding spaces, so such
+ * a key was stored and granted credits but could never authenticate.
+ */
+export function apiKeyProblem(apiKey: string): string | undefined {
+  if (apiKey.length < MIN_API_KEY_LENGTH) return `the key has ${apiKey.length} characters; use at least ${MIN_API_KEY_LENGTH} (qr-art keys create mints a random one)`;
+  if (!/^[!-~]+$/.test(apiKey)) return 'the key may hold only visible ASCII characters (no spaces, no accents): an HTTP header could not carry it';
+  return undefined;
 }
 
 /** Credits one grant may give (an API_KEYS entry, `qr-art keys`): far above any use, well inside the database's bigint cents. */
 export const MAX_GRANT_CREDITS = 1e12;
+
+/** Credits as an operator writes them (API_KEYS, `keys --credits`): decimal, whole cents, one grant's cap; why not, or undefined. */
+export function creditsProblem(text: string): string | undefined {
+  if (!/^\d+(\.\d{1,2})?$/.test(text)) return 'must be a non-negative number with at most two decimals';
+  if (Number(text) > MAX_GRANT_CREDITS) return `must be at most ${MAX_GRANT_CREDITS} in one grant`;
+  return undefined;
+}
 
 export function parseApiKeysSpec(spec: string | undefined): { userId: string; apiKey: string; credits: number }[] {
   if (!spec) return [];
@@ -269,14 +280,16 @@ export function parseApiKeysSpec(spec: string | undefined): { userId: string; ap
     .map((entry) => entry.trim())
     .filter(Boolean)
     .map((entry) => {
-      const [userId, apiKey, credits, ...rest] = entry.split(':');
-      const amount = Number(credits ?? '0');
-      if (!userId || !apiKey || rest.length > 0 || !Number.isFinite(amount) || amount < 0 || amount > MAX_GRANT_CREDITS) {
+      const [userId, apiKey, credits = '0', ...rest] = entry.split(':');
+      if (!userId || !apiKey || rest.length > 0) {
         throw new ConfigError(`API_KEYS entry "${entry.replace(/:[^:]*:/, ':***:')}" is not userId:apiKey:credits`);
       }
-      const tooShort = apiKeyTooShort(apiKey);
-      if (tooShort) throw new ConfigError(`API_KEYS entry for user "${userId}": ${tooShort}`);
-      return { userId, apiKey, credits: amount };
+      // As `keys --credits` takes them: 0x10, 1e3 or 1.005 would grant 16, 1000 or 1.00 unsaid.
+      const badCredits = creditsProblem(credits.trim());
+      if (badCredits) throw new ConfigError(`API_KEYS entry for user "${userId}": its credits '${credits}' ${badCredits}`);
+      const keyProblem = apiKeyProblem(apiKey);
+      if (keyProblem) throw new ConfigError(`API_KEYS entry for user "${userId}": ${keyProblem}`);
+      return { userId, apiKey, credits: Number(credits) };
     });
 }
 

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { apiKeyTooShort, MAX_GRANT_CREDITS, postgresLimits, type Config } from '../config.ts';
+import { apiKeyProblem, creditsProblem, postgresLimits, type Config } from '../config.ts';
 import { addApiKey, AccountError, generateApiKey, grantCredits, listAccounts, revokeApiKey } from '../store/accounts.ts';
 import { openDatabase } from '../store/open-database.ts';
 import { centsToCredits } from '../workflows/pricing.ts';
@@ -21,8 +21,8 @@ holds it, this waits up to 12 s and exits 1 saying so).`;
 /** Credits given on the command line ("12.5") as integer cents, refusing fractions of a cent. */
 function parseCredits(value: string | undefined): number {
   if (value === undefined) return 0;
-  if (!/^\d+(\.\d{1,2})?$/.test(value)) throw new AccountError('--credits must be a non-negative number with at most two decimals', 'invalid_amount');
-  if (Number(value) > MAX_GRANT_CREDITS) throw new AccountError(`--credits must be at most ${MAX_GRANT_CREDITS} in one grant`, 'invalid_amount');
+  const problem = creditsProblem(value);
+  if (problem) throw new AccountError(`--credits ${problem}`, 'invalid_amount');
   return Math.round(Number(value) * 100);
 }
 
@@ -51,9 +51,9 @@ export async function keysCommand(argv: string[], config: Config): Promise<numbe
     },
     strict: true,
   });
-  const tooShort = values.key === undefined ? undefined : apiKeyTooShort(values.key);
-  if (tooShort) {
-    console.error(`--key: ${tooShort}`);
+  const keyProblem = values.key === undefined ? undefined : apiKeyProblem(values.key);
+  if (keyProblem) {
+    console.error(`--key: ${keyProblem}`);
     return 1;
   }
   const db = await openDatabase({ databaseUrl: config.DATABASE_URL, pgliteDir: path.join(config.DATA_DIR, 'pglite'), limits: postgresLimits(config) });

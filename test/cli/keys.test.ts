@@ -66,10 +66,14 @@ describe('qr-art keys', () => {
     expect(revoke.code).toBe(1);
   }, 60_000);
 
-  it('refuses a chosen --key shorter than 24 characters and creates nothing', async () => {
+  it('refuses a chosen --key shorter than 24 characters, or one no HTTP header can carry, and creates nothing', async () => {
     const weak = await keys('create', '--user', 'dora', '--key', 'secret123');
     expect(weak.code).toBe(1);
     expect(weak.stderr).toContain('--key: the key has 9 characters; use at least 24');
+    // Stored, it would be granted credits and then answered 401 at every request.
+    const euros = await keys('create', '--user', 'dora', '--key', 'prix-en-euros-€€€-0123456789abcdef', '--credits', '5');
+    expect(euros.code).toBe(1);
+    expect(euros.stderr).toContain('--key: the key may hold only visible ASCII characters');
     expect(JSON.parse((await keys('list', '--json')).stdout).map((account: { userId: string }) => account.userId)).not.toContain('dora');
   }, 60_000);
 

@@ -28,7 +28,7 @@ describe('parseApiKeysSpec', () => {
     expect(() => parseApiKeysSpec(`ann:${LONG}`)).not.toThrow();
     const error = (() => {
       try {
-        parseApiKeysSpec(`ann:${LONG}:ten`);
+        parseApiKeysSpec(`ann:${LONG}:10:extra`);
       } catch (caught) {
         return caught as Error;
       }
@@ -40,8 +40,21 @@ describe('parseApiKeysSpec', () => {
   });
 
   it('refuses more credits than an entry may grant (the database keeps cents in a bigint)', () => {
-    expect(() => parseApiKeysSpec(`ann:${LONG}:1e20`)).toThrow(/is not userId:apiKey:credits/);
+    expect(() => parseApiKeysSpec(`ann:${LONG}:1000000000001`)).toThrow(`API_KEYS entry for user "ann": its credits '1000000000001' must be at most 1000000000000 in one grant`);
     expect(parseApiKeysSpec(`ann:${LONG}:1000000000000`)[0]!.credits).toBe(1e12);
+  });
+
+  it('takes credits as `keys --credits` does: decimal, whole cents (0x10, 1e3, 1.005 and 0.004 granted 16, 1000, 1.00 and nothing unsaid)', () => {
+    for (const credits of ['0x10', '1e3', '1.005', '0.004', '-1', 'ten', '']) {
+      expect(() => parseApiKeysSpec(`ann:${LONG}:${credits}`), credits).toThrow(`API_KEYS entry for user "ann": its credits '${credits}' must be a non-negative number with at most two decimals`);
+    }
+    expect(parseApiKeysSpec(`ann:${LONG}:0.01`)[0]!.credits).toBe(0.01);
+  });
+
+  it('refuses a key no HTTP header can carry (a character beyond ASCII, a space), which could never authenticate', () => {
+    for (const key of [`prix-en-euros-€€€-${LONG}`, `with space ${LONG}`]) {
+      expect(() => parseApiKeysSpec(`ann:${key}:1`)).toThrow('API_KEYS entry for user "ann": the key may hold only visible ASCII characters (no spaces, no accents): an HTTP header could not carry it');
+    }
   });
 
   it('is checked with the rest of the configuration, before a command starts anything', () => {
