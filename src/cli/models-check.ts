@@ -9,7 +9,7 @@
  * graph with the time its step took inside ONNX Runtime. A manifest the worker would refuse
  * prints the start-up error (which names the matched row's fix) and exits 1.
  */
-import { loadConfig } from '../config.ts';
+import { loadConfig, MAX_CUDA_DEVICE_ID } from '../config.ts';
 import { pino } from 'pino';
 import { matchContracts, type ExportContract } from '../models/contracts/index.ts';
 import { readGraphFacts, readTokenizerFacts } from '../models/graph-facts.ts';
@@ -21,7 +21,7 @@ import { vaeEncode } from '../pipeline/diffusion-parts.ts';
 import { setRunObserver, type GraphSession } from '../pipeline/graph-session.ts';
 import { displayPath, GRAPH_ROLES, loadManifest, manifestPath, type GraphRole, type Manifest } from '../pipeline/manifest.ts';
 import { detectNsfw } from '../pipeline/nsfw.ts';
-import type { ExecutionProvider } from '../pipeline/providers.ts';
+import { EXECUTION_PROVIDER_VALUES, parseExecutionProvider, type ExecutionProvider, type ExecutionProviderValue } from '../pipeline/providers.ts';
 import { createSessions, type ModelSessions, type PipelineSessions } from '../pipeline/sessions.ts';
 import { floatTensor, type FloatType } from '../pipeline/tensors.ts';
 import { generate } from '../pipeline/txt2img.ts';
@@ -158,41 +158,43 @@ export function formatCheck(result: CheckResult): string {
   return `${table}${ties}\nrefused: the worker would not start on this manifest:\n${result.error}`;
 }
 
-export const CHECK_USAGE = `qr-art models check --manifest FILE [--provider cpu|cuda|webgpu] [--device-id N]
+export const CHECK_USAGE = `qr-art models check --manifest FILE [--provider cpu|cuda|cuda,cpu|webgpu|webgpu,cpu] [--device-id N]
 
 Loads every graph of every model in the manifest on the provider (as a worker would), runs one
 tiny step through each role, and prints per graph the export-matrix row it matched
 (docs/models.md §5) and the step's time. Exits 1 when a graph is refused or its step fails.
 It checks every model listed, where a worker loads only the models its workflows name: a
 broken model no workflow uses is refused here though a worker would start.
-The CUDA device is --device-id, else CUDA_DEVICE_ID, else 0 (the one a worker with the same
-environment uses); INFERENCE_THREADS bounds the CPU threads as for a worker.`;
+The provider is --provider, else EXECUTION_PROVIDER, else cpu, and the CUDA device --device-id,
+else CUDA_DEVICE_ID, else 0 (what a worker with the same environment uses); INFERENCE_THREADS
+bounds the CPU threads as for a worker.`;
 
 /** The `check` subcommand: exit 0 when every graph loads and runs, 1 when refused, 2 on bad flags. */
 export async function modelsCheckCommand(argv: string[]): Promise<number> {
   const { parseArgs } = await import('node:util');
   const { values } = parseArgs({
     args: argv,
-    options: { manifest: { type: 'string' }, provider: { type: 'string', default: 'cpu' }, 'device-id': { type: 'string' }, help: { type: 'boolean', short: 'h', default: false } },
+    options: { manifest: { type: 'string' }, provider: { type: 'string' }, 'device-id': { type: 'string' }, help: { type: 'boolean', short: 'h', default: false } },
   });
   if (values.help) {
     console.log(CHECK_USAGE);
     return 0;
   }
-  const provider = values.provider!;
   const config = loadConfig();
+  // As a worker in the same environment: a check on the CPU said ok where a CUDA worker refused.
+  const provider = values.provider ?? config.EXECUTION_PROVIDER;
   const deviceFlag = values['device-id'];
   const deviceId = deviceFlag === undefined ? config.CUDA_DEVICE_ID : /^\d+$/.test(deviceFlag) ? Number(deviceFlag) : undefined;
   const problems = [
     ...(values.manifest ? [] : ['--manifest is required']),
-    ...(['cpu', 'cuda', 'webgpu'].includes(provider) ? [] : [`--provider must be cpu, cuda or webgpu, got '${provider}'`]),
-    ...(deviceId === undefined ? [`--device-id must be a whole number, got '${deviceFlag}'`] : []),
+    ...((EXECUTION_PROVIDER_VALUES as readonly string[]).includes(provider) ? [] : [`--provider must be one of ${EXECUTION_PROVIDER_VALUES.join(', ')}, got '${provider}'`]),
+    ...(deviceId === undefined || deviceId > MAX_CUDA_DEVICE_ID ? [`--device-id must be a whole number from 0 to ${MAX_CUDA_DEVICE_ID}, got '${deviceFlag}'`] : []),
   ];
   if (problems.length > 0) {
     console.error(`${problems.join('\n')}\n\n${CHECK_USAGE}`);
     return 2;
   }
-  const executionProvider: ExecutionProvider = provider === 'cuda' ? { provider: 'cuda', deviceId: deviceId! } : ({ provider } as ExecutionProvider);
+  const executionProvider = parseExecutionProvider(provider as ExecutionProviderValue, deviceId);
   let result: CheckResult;
   try {
     result = await checkManifest(values.manifest!, executionProvider, config.INFERENCE_THREADS);

@@ -25,8 +25,12 @@ async function cli(...args: string[]): Promise<{ code: number; stdout: string; s
 }
 
 async function models(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return modelsWith({}, ...args);
+}
+
+async function modelsWith(env: Record<string, string>, ...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, 'models', ...args], { env: { ...process.env, NODE_NO_WARNINGS: '1' } });
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, 'models', ...args], { env: { ...process.env, NODE_NO_WARNINGS: '1', ...env } });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code: number; stdout: string; stderr: string };
@@ -71,8 +75,20 @@ describe('qr-art models check', () => {
     expect((await cli('--manifest', MANIFEST, '--provider', 'tpu')).code).toBe(2);
     const device = await cli('--manifest', MANIFEST, '--provider', 'cuda', '--device-id', 'first');
     expect(device.code).toBe(2);
-    expect(device.stderr).toContain("--device-id must be a whole number, got 'first'");
+    expect(device.stderr).toContain("--device-id must be a whole number from 0 to 63, got 'first'");
   });
+
+  it('checks on the device a worker in the same environment uses: EXECUTION_PROVIDER when --provider is not given, its ,cpu forms too', async () => {
+    // Whether this machine has CUDA or not, the check without --provider is the check with --provider cuda.
+    const [byEnvironment, byFlag] = await Promise.all([
+      modelsWith({ EXECUTION_PROVIDER: 'cuda' }, 'check', '--manifest', MANIFEST),
+      modelsWith({ EXECUTION_PROVIDER: 'cpu' }, 'check', '--manifest', MANIFEST, '--provider', 'cuda'),
+    ]);
+    expect(byEnvironment.code).toBe(byFlag.code);
+    expect(byEnvironment.stderr.split('\n').at(-2)).toBe(byFlag.stderr.split('\n').at(-2));
+    // With the CPU fallback the worker would start, on CUDA or not.
+    expect((await cli('--manifest', MANIFEST, '--provider', 'cuda,cpu')).code).toBe(0);
+  }, 120_000);
 });
 
 describe('qr-art models -h', () => {
