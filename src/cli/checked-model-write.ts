@@ -4,7 +4,8 @@
  * place. A result that ONNX Runtime cannot open (an operator its build lacks, a name map typo)
  * therefore never replaces the working model at `--out`, nor the input when `--in` is `--out`.
  */
-import { mkdir, mkdtemp, rename, rm, stat } from 'node:fs/promises';
+import { rmSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { ModelProto } from '../onnx/proto.ts';
 import { ModelFileError, writeModelFile, type ExternalDataMode, type WrittenModel } from '../onnx/model-file.ts';
@@ -25,8 +26,22 @@ export async function writeCheckedModel(
   await mkdir(dirname(out), { recursive: true });
   // Same folder as `out`, so the moves are renames; the same base name, so the model's reference
   // to its data file (`<name>_data`, relative) holds after the move.
-  const folder = await mkdtemp(join(dirname(out), `.${basename(out)}.checking-`));
+  // The pid in its name lets a later run remove it when this one was killed (OOM, SIGKILL):
+  // it can hold gigabytes of weights.
+  await removeAbandonedFolders(out);
+  const folder = await mkdtemp(join(dirname(out), `${folderPrefix(out)}${process.pid}-`));
   const candidate = join(folder, basename(out));
+  // Ctrl-C or a TERM while gigabytes are written or checked: the folder goes, then the signal's
+  // usual end (the listener is only ours while this runs; nothing else in `models` listens).
+  const onSignal = (signal: NodeJS.Signals) => {
+    rmSync(folder, { recursive: true, force: true });
+    stopListening();
+    process.kill(process.pid, signal);
+  };
+  const stopListening = () => {
+    for (const signal of SIGNALS) process.removeListener(signal, onSignal);
+  };
+  for (const signal of SIGNALS) process.once(signal, onSignal);
   try {
     const written = await writeModelFile(model, candidate, mode);
     if (check) {
@@ -43,6 +58,30 @@ export async function writeCheckedModel(
     await rename(candidate, out);
     return { ...written, file: out, ...(written.dataFile ? { dataFile: `${out}_data` } : {}) };
   } finally {
+    stopListening();
     await rm(folder, { recursive: true, force: true });
+  }
+}
+
+const SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+const folderPrefix = (out: string): string => `.${basename(out)}.checking-`;
+
+/** Removes the checking folders beside `out` whose run is gone (its pid is not a live process). */
+async function removeAbandonedFolders(out: string): Promise<void> {
+  const prefix = folderPrefix(out);
+  for (const name of await readdir(dirname(out)).catch(() => [])) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = Number(/^(\d+)-/.exec(name.slice(prefix.length))?.[1]);
+    if (Number.isInteger(pid) && pid > 0 && !isAlive(pid)) await rm(join(dirname(out), name), { recursive: true, force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

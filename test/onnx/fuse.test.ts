@@ -4,8 +4,8 @@
  * seam, scale a ControlNet that has no conditioning_scale input, survive external data, and
  * refuse, naming the file, what it cannot fuse.
  */
-import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -195,6 +195,44 @@ describe('models fuse', () => {
     const bad = await run(process.execPath, [BIN, 'models', 'fuse', '--controlnet', 'models/demo/unet/model.onnx', '--unet', 'models/demo/unet/model.onnx', '--out', out]).catch((e: { code: number; stderr: string }) => e);
     expect(bad).toMatchObject({ code: 1 });
     expect((bad as { stderr: string }).stderr).toMatch(/models\/demo\/unet\/model\.onnx: the ControlNet needs an input 'controlnet_cond'/);
+  }, 60_000);
+
+  it('a checking folder left by a killed run (its pid gone) is removed by the next; a live run\'s is left alone', async () => {
+    const swept = join(dir, 'swept');
+    await mkdir(swept, { recursive: true });
+    const gone = spawnSync('true').pid; // exited and reaped: no process has this pid now
+    const abandoned = join(swept, `.model.onnx.checking-${gone}-Ab12Cd`);
+    const live = join(swept, `.model.onnx.checking-${process.pid}-Ef34Gh`);
+    for (const folder of [abandoned, live]) {
+      await mkdir(folder);
+      await writeFile(join(folder, 'model.onnx_data.partial'), 'half a model');
+    }
+    await run(process.execPath, [BIN, 'models', 'fuse', '--controlnet', 'models/demo/controlnet/model.onnx', '--unet', 'models/demo/unet/model.onnx', '--out', join(swept, 'model.onnx')]);
+    expect((await readdir(swept)).sort()).toEqual([`.model.onnx.checking-${process.pid}-Ef34Gh`, 'model.onnx']);
+  }, 60_000);
+
+  it('Ctrl-C while the result is written or checked removes its checking folder, and ends as the signal does', async () => {
+    const out = join(dir, 'interrupted', 'model.onnx');
+    // The check never ends: the process is interrupted inside it, as a long check of a real UNet would be.
+    const script = join(dir, 'interrupt.mts');
+    await writeFile(
+      script,
+      `import { writeCheckedModel } from ${JSON.stringify(join(import.meta.dirname, '../../src/cli/checked-model-write.ts'))};
+import { readModelFile } from ${JSON.stringify(join(import.meta.dirname, '../../src/onnx/model-file.ts'))};
+const model = await readModelFile('models/demo/controlnet/model.onnx');
+await writeCheckedModel(model, ${JSON.stringify(out)}, 'always', () => { console.log('checking'); return new Promise(() => setInterval(() => undefined, 1000)); });
+`,
+    );
+    const child = spawn(process.execPath, ['--import', 'tsx', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => String(chunk).includes('checking') && resolve());
+      child.once('exit', (code) => reject(new Error(`the script ended (${code}) before its check`)));
+    });
+    expect((await readdir(join(dir, 'interrupted'))).filter((name) => name.startsWith('.model.onnx.checking-'))).toHaveLength(1);
+    child.kill('SIGINT');
+    const [code, signal] = await new Promise<[number | null, string | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
+    expect([code, signal]).toEqual([null, 'SIGINT']);
+    expect(await readdir(join(dir, 'interrupted'))).toEqual([]);
   }, 60_000);
 
   it('qr-art models fuse leaves the model at --out as it was when ONNX Runtime cannot open the result, and refuses a directory', async () => {
