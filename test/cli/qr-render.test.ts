@@ -1,4 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
@@ -52,6 +53,18 @@ describe('qr-art qr render', () => {
     expect(result.err).toContain('--pattern');
     expect(result.err).toMatch(/--pattern.*s1/);
   });
+
+  it('a write that stops part-way (the disk full, here a file-size limit) leaves the file that was at --out whole', async () => {
+    const file = path.join(dir, 'kept.png');
+    expect((await run(['--content', 'https://example.com/kept', '--out', file])).code).toBe(0);
+    const before = await readFile(file);
+    expect(before.length).toBeGreaterThan(4096);
+    // The shell's limit of 4 KiB per file: the new PNG cannot be written whole (SIGXFSZ ends the process).
+    const bin = path.resolve(import.meta.dirname, '../../bin/qr-art.js');
+    const cut = spawnSync('bash', ['-c', `ulimit -f 4; exec "${process.execPath}" "${bin}" qr render --content https://example.com/other-content --out "${file}"`], { encoding: 'utf8' });
+    expect(cut.status === 0).toBe(false);
+    expect((await readFile(file)).equals(before)).toBe(true);
+  }, 60_000);
 
   it('refuses a missing --content', async () => {
     const result = await run(['--out', path.join(dir, 'y.png')]);
