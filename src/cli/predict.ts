@@ -164,7 +164,10 @@ export async function predictCommand(argv: string[], env: PredictEnv = {}, stdin
       else console.log(`${created.id}  ${workflow}  ${created.credits} credits  ${created.status}`);
       return 0;
     }
+    // With --json stdout is the one JSON document at the end; the id goes to stderr now, so a
+    // wait cut short (Ctrl-C, a CI limit) does not lose the id of a paid prediction.
     if (!values.json) console.log(`${created.id}  ${workflow}  ${created.credits} credits`);
+    else console.error(`created ${created.id}  ${workflow}  ${created.credits} credits`);
     const display = progressDisplay(process.stderr);
     let done: PredictionRecord;
     let last = created;

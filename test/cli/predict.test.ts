@@ -205,6 +205,8 @@ describe('qr-art predict', () => {
     expect(printed.error).toBe(`still queued after 0.5 s (--timeout); it goes on: GET /v1/predictions/${printed.record.id}`);
     expect(printed.files).toEqual([]);
     expect(held.err.at(-1)).toBe(printed.error);
+    // Said at once on stderr, before the wait: a wait killed outright still leaves the id.
+    expect(held.err[0]).toBe(`created ${printed.record.id}  generate_qr_art_v5s  ${printed.record.credits} credits`);
     expect((await run([...SMALL, '--prompt', 'x', '--timeout', '-1', '--wait'], { env })).code).toBe(2);
     expect((await run([...SMALL, '--prompt', 'x', '--timeout', '5'], { env })).err).toContain('--timeout bounds --wait');
   });
