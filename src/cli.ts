@@ -2,7 +2,7 @@ import path from 'node:path';
 import { ConfigError, DEFAULT_DATA_DIR, loadConfig, type Config } from './config.ts';
 import { createLogger, resolveLogFormat, type Logger } from './logger.ts';
 import { startApiService } from './runtime/api-service.ts';
-import { killLocalServers, NatsServerMissingError, startLocalNats, type LocalNats } from './runtime/local-nats.ts';
+import { killLocalServers, LocalNatsStartError, NatsServerMissingError, startLocalNats, type LocalNats } from './runtime/local-nats.ts';
 import { startWorkerService, type WorkerService } from './runtime/worker-service.ts';
 import { ManifestError } from './pipeline/manifest.ts';
 import { InferenceInitError } from './worker/inference-protocol.ts';
@@ -84,7 +84,7 @@ export async function main(argv: string[]): Promise<number> {
         return 1;
     }
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof NatsServerMissingError || error instanceof ManifestError || error instanceof InferenceInitError || error instanceof DirInUseError) {
+    if (error instanceof ConfigError || error instanceof NatsServerMissingError || error instanceof LocalNatsStartError || error instanceof ManifestError || error instanceof InferenceInitError || error instanceof DirInUseError) {
       console.error(error.message);
       return 1;
     }
@@ -95,6 +95,12 @@ export async function main(argv: string[]): Promise<number> {
       const dataDir = path.resolve(process.env.DATA_DIR || DEFAULT_DATA_DIR);
       const inDataDir = path.resolve(where) === dataDir || path.resolve(where).startsWith(dataDir + path.sep);
       console.error(`cannot use ${where} (${code})${inDataDir ? ': DATA_DIR must name a directory this user can write' : ''}`);
+      return 1;
+    }
+    if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EFBIG') {
+      // A write that could not finish (a fused model's gigabytes, the stores): one line, not a stack.
+      const why = { ENOSPC: 'no space left on the device', EDQUOT: 'the disk quota is used up', EFBIG: 'the file grew past what this system allows' }[code];
+      console.error(`cannot write${where ? ` ${where}` : ''}: ${why} (${code})`);
       return 1;
     }
     if (code === 'EADDRINUSE') {

@@ -111,6 +111,19 @@ export async function startLocalNats(
 
 class PortTakenError extends Error {}
 
+/**
+ * The local nats-server stopped or stalled before it was ready (a store it cannot use, a
+ * binary that is not nats-server): said in one line with the server's own reason, not a stack.
+ */
+export class LocalNatsStartError extends Error {}
+
+/** The server's reason in its log: its fatal or error lines, else its last line. */
+function natsReason(log: string): string {
+  const lines = log.split('\n').map((line) => line.trim()).filter(Boolean);
+  const told = lines.filter((line) => /\[(FTL|ERR)\]/.test(line));
+  return (told.length > 0 ? told : lines.slice(-1)).map((line) => line.replace(/^.*?\[(FTL|ERR)\]\s*/, '')).join('; ') || 'it printed nothing';
+}
+
 /** How to stop each server this process spawned and that still runs. */
 const spawned = new Set<() => void>();
 
@@ -157,11 +170,11 @@ async function spawnNats(binary: string, storeDir: string, port: number, monitor
     child.stderr!.on('data', onData);
     child.once('error', (error: NodeJS.ErrnoException) => reject(error.code === 'ENOENT' ? new NatsServerMissingError(binary) : error));
     // 'close', not 'exit': the output is complete then, its last line the reason.
-    child.once('close', (code) => {
-      const Failure = /address already in use/.test(log) ? PortTakenError : Error;
-      reject(new Failure(`nats-server exited with code ${code}:\n${log.slice(-2000)}`));
+    child.once('close', (code, signal) => {
+      if (/address already in use/.test(log)) return reject(new PortTakenError(`nats-server exited with code ${code}:\n${log.slice(-2000)}`));
+      reject(new LocalNatsStartError(`the local nats-server (${binary}) stopped at start (${signal ?? `exit ${code}`}): ${natsReason(log)}; its store is ${storeDir}`));
     });
-    setTimeout(() => reject(new Error(`nats-server did not become ready in 20 s:\n${log.slice(-2000)}`)), 20_000).unref();
+    setTimeout(() => reject(new LocalNatsStartError(`the local nats-server (${binary}) was not ready after 20 s: ${natsReason(log)}`)), 20_000).unref();
   });
   try {
     await Promise.all([ready, pidRecorded]);

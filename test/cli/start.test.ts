@@ -222,7 +222,7 @@ describe('qr-art start', () => {
     }
   }, 60_000);
 
-  it("a DATA_DIR it cannot write, JETSTREAM_REPLICAS above 1 without a cluster, or the worker's port on one of the API's, stops it with one line", async () => {
+  it("a DATA_DIR it cannot write, JETSTREAM_REPLICAS above 1 without a cluster, the worker's port on one of the API's, or a store nats-server cannot use, stops it with one line", async () => {
     const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-start-'));
     dirs.push(dataDir);
     const notADir = path.join(dataDir, 'a-file');
@@ -239,6 +239,12 @@ describe('qr-art start', () => {
     expect(shared.code).toBe(1);
     expect(shared.stderr.trim()).toBe("WORKER_METRICS_PORT is 9465, the same port as METRICS_PORT; under `start` the worker's port must differ from the API's two: set another, or off");
     expect(await readdir(dataDir)).toEqual(['a-file']);
+    // A store the local nats-server cannot use: its own reason, in one line, not a stack.
+    await mkdir(path.join(dataDir, 'broken', 'nats'), { recursive: true });
+    await writeFile(path.join(dataDir, 'broken', 'nats', 'jetstream'), 'a file where a folder belongs');
+    const store = await runCliToExit(['start'], { env: { ...base, DATA_DIR: path.join(dataDir, 'broken') } });
+    expect(store.code).toBe(1);
+    expect(store.stderr.trim()).toMatch(/^the local nats-server \(.*nats-server\) stopped at start \(exit 1\): .*storage directory is not a directory; its store is .*broken\/nats$/);
   }, 60_000);
 
   it('a local nats-server that dies under it (the OOM killer) is said, and start stops with exit 1 instead of serving nothing', async () => {

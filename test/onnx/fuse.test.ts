@@ -211,6 +211,16 @@ describe('models fuse', () => {
     expect((await readdir(swept)).sort()).toEqual([`.model.onnx.checking-${process.pid}-Ef34Gh`, 'model.onnx']);
   }, 60_000);
 
+  it('a write the system cuts short (a full disk; here a file-size limit) is one line, and leaves nothing beside --out', async () => {
+    const out = join(dir, 'too-big', 'model.onnx');
+    // ulimit -f 64 (KiB) with SIGXFSZ caught: the write fails with EFBIG, as one on a full disk fails with ENOSPC.
+    const command = `ulimit -f 64; exec "${process.execPath}" --import 'data:text/javascript,process.on("SIGXFSZ",()=>{})' "${BIN}" models fuse --controlnet models/demo/controlnet/model.onnx --unet models/demo/unet/model.onnx --out "${out}"`;
+    const cut = await run('bash', ['-c', command]).catch((e: { code: number; stderr: string }) => e);
+    expect(cut).toMatchObject({ code: 1 });
+    expect((cut as { stderr: string }).stderr.trim()).toBe('cannot write: the file grew past what this system allows (EFBIG)');
+    expect(await readdir(join(dir, 'too-big'))).toEqual([]);
+  }, 60_000);
+
   it('Ctrl-C while the result is written or checked removes its checking folder, and ends as the signal does', async () => {
     const out = join(dir, 'interrupted', 'model.onnx');
     // The check never ends: the process is interrupted inside it, as a long check of a real UNet would be.
