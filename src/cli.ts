@@ -19,7 +19,7 @@ Commands:
   qr        qr render: write a v5 control image to preview a layout (qr-art qr --help)
   generate  one QR art generation on this machine, no server (qr-art generate --help)
   predict   a prediction on a qr-art server through the client: create, wait with progress, download (qr-art predict --help)
-  models    models fuse: one denoiser graph from a ControlNet and a UNet (qr-art models --help)
+  models    models check | fuse | scale-controlnet | vae-mean: check a deployment's graphs, fuse a ControlNet and a UNet, rewrite an export (qr-art models --help)
 
 Configuration is read from the environment: see README.md.`;
 
@@ -29,9 +29,12 @@ const SERVICE_USAGE: Readonly<Record<string, string>> = {
   worker: 'qr-art worker: a worker daemon pulling jobs; needs NATS_URL',
 };
 
+const asksForHelp = (args: readonly string[]): boolean => args.some((arg) => arg === '--help' || arg === '-h') || args[0] === 'help';
+
 /** start, serve and worker take no arguments: help for -h/--help, else exit 2 naming the argument. */
 function serviceArguments(command: string, args: string[]): number {
-  const usage = `${SERVICE_USAGE[command]}\n\nIt takes no arguments: every setting is an environment variable (README.md, Configuration), e.g. PORT=9000 qr-art ${command}`;
+  const example = command === 'worker' ? 'WORKER_METRICS_PORT=9465' : 'PORT=9000';
+  const usage = `${SERVICE_USAGE[command]}\n\nIt takes no arguments: every setting is an environment variable (README.md, Configuration), e.g. ${example} qr-art ${command}`;
   if (args.length === 1 && (args[0] === '--help' || args[0] === '-h' || args[0] === 'help')) {
     console.log(usage);
     return 0;
@@ -54,7 +57,9 @@ export async function main(argv: string[]): Promise<number> {
         return await (command === 'start' ? start(config) : command === 'serve' ? serve(config) : worker(config));
       }
       case 'keys': {
-        const { keysCommand } = await import('./cli/keys.ts');
+        const { keysCommand, KEYS_USAGE } = await import('./cli/keys.ts');
+        // Help needs no configuration: a bad server setting must not hide it.
+        if (asksForHelp(rest)) return (console.log(KEYS_USAGE), 0);
         return await keysCommand(rest, loadConfig());
       }
       case 'models': {
@@ -63,7 +68,7 @@ export async function main(argv: string[]): Promise<number> {
       }
       case 'generate': {
         const { generateCommand } = await import('./cli/generate.ts');
-        return await generateCommand(rest, loadConfig());
+        return await generateCommand(rest, asksForHelp(rest) ? {} : loadConfig());
       }
       case 'predict': {
         const { predictCommand } = await import('./cli/predict.ts');

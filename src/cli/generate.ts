@@ -18,6 +18,7 @@ import { DiffusionRunner } from '../worker/diffusion-runner.ts';
 import { DEFAULT_MANIFEST_PATH, InferenceClient } from '../worker/inference-client.ts';
 import { JobInputError } from '../worker/runner.ts';
 import { catalogue, ENHANCE_VALUES, isWorkflowName, QR_CODE_PATTERNS, QR_REPAIR_MODES, V5_MODELS } from '../workflows/catalogue.ts';
+import { QR_WORKFLOWS } from '../workflows/names.ts';
 import { ASPECT_RATIOS, RESOLUTIONS } from '../workflows/sizes.ts';
 import { parseCreateBody } from '../workflows/validate.ts';
 import { bodyFromFlags, flagMessages, flagsNotTaken, forWorkflow, GENERATION_FLAGS, optionName } from './body-flags.ts';
@@ -109,6 +110,8 @@ export async function generateCommand(argv: string[], config: GenerateConfig = {
   const problems: string[] = [];
   const workflow = String(values.workflow);
   if (isWorkflowName(workflow) && catalogue[workflow].family === 'outpainting') problems.push(`--workflow: ${workflow} is not a QR workflow; generate makes QR art`);
+  // Named here: the API's own message would offer outpainting among the choices.
+  else if (!isWorkflowName(workflow)) problems.push(`--workflow must be one of ${QR_WORKFLOWS.join(', ')}, got '${workflow}'`);
   const providerName = (values.provider as string | undefined) ?? config.EXECUTION_PROVIDER ?? 'cpu';
   if (!(EXECUTION_PROVIDER_VALUES as readonly string[]).includes(providerName)) problems.push(`--provider must be one of ${EXECUTION_PROVIDER_VALUES.join(', ')}, got '${providerName}'`);
   const intFlag = (name: string, min: number, max: number): number | undefined => {

@@ -5,7 +5,7 @@ import { addApiKey, AccountError, generateApiKey, grantCredits, listAccounts, re
 import { openDatabase } from '../store/open-database.ts';
 import { centsToCredits } from '../workflows/pricing.ts';
 
-const USAGE = `qr-art keys <action>
+export const KEYS_USAGE = `qr-art keys <action>
 
   create --user ID [--credits N] [--label TEXT] [--key KEY]   create the user if new, mint (or store: 24+ characters) a key, grant credits
                                                                (a --key stored already: nothing is granted again)
@@ -31,12 +31,12 @@ const ACTIONS: readonly string[] = ['create', 'credit', 'list', 'revoke'];
 export async function keysCommand(argv: string[], config: Config): Promise<number> {
   const [action, ...rest] = argv;
   if (!action || action === '--help' || action === '-h' || action === 'help') {
-    console.log(USAGE);
+    console.log(KEYS_USAGE);
     return action ? 0 : 1;
   }
   // Before the database is opened: a typo must not wait for (or create) the embedded one.
   if (!ACTIONS.includes(action)) {
-    console.error(`unknown action '${action}'\n\n${USAGE}`);
+    console.error(`unknown action '${action}'\n\n${KEYS_USAGE}`);
     return 1;
   }
   const { values } = parseArgs({
@@ -72,6 +72,7 @@ export async function keysCommand(argv: string[], config: Config): Promise<numbe
       }
       case 'credit': {
         if (!values.user) throw new AccountError('--user is required', 'unknown_user');
+        if (values.credits === undefined) throw new AccountError('--credits is required: how many to add', 'invalid_amount');
         const balance = await grantCredits(db, values.user, parseCredits(values.credits));
         print(values.json, { userId: values.user, credits: centsToCredits(balance) }, `user ${values.user}  credits ${centsToCredits(balance)}`);
         return 0;

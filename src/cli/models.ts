@@ -50,8 +50,11 @@ export async function modelsCommand(argv: string[]): Promise<number> {
   // One-graph rewrites that make a refused export servable (models-rewrite.ts).
   if (action === 'scale-controlnet' || action === 'vae-mean') return rewriteCommand(action, rest);
   if (action !== 'fuse') {
-    console.log(`${USAGE}\n\n${REWRITE_USAGE}`);
-    return action === '--help' || action === '-h' || action === 'help' ? 0 : 1;
+    const help = action === '--help' || action === '-h' || action === 'help';
+    // Asked for: on stdout. A typo or nothing: the usage on stderr, saying what was wrong.
+    if (help) console.log(`${USAGE}\n\n${REWRITE_USAGE}`);
+    else console.error(`${action === undefined ? 'qr-art models needs an action' : `unknown action '${action}'`}\n\n${USAGE}\n\n${REWRITE_USAGE}`);
+    return help ? 0 : 1;
   }
   const { values } = parseArgs({
     args: rest,

@@ -43,8 +43,10 @@ const FLAGS: readonly BodyFlag[] = [
 export async function qrCommand(argv: string[]): Promise<number> {
   const [action, ...rest] = argv;
   if (action !== 'render') {
-    console.log(USAGE);
-    return action === '--help' || action === '-h' || action === 'help' ? 0 : 1;
+    const help = action === '--help' || action === '-h' || action === 'help';
+    if (help) console.log(USAGE);
+    else console.error(`${action === undefined ? 'qr-art qr needs an action: render' : `unknown action '${action}': qr-art qr has render`}\n\n${USAGE}`);
+    return help ? 0 : 1;
   }
   const { values } = parseArgs({
     args: rest,

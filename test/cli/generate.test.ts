@@ -88,6 +88,11 @@ describe('qr-art generate', () => {
     const workflow = await run(['--workflow', 'outpainting', '--prompt', 'x']);
     expect(workflow.code).toBe(2);
     expect(workflow.err).toContain('--workflow');
+    // An unknown one is offered the QR workflows only: generate makes no outpainting.
+    const unknownWorkflow = await run(['--workflow', 'nope', '--prompt', 'x', '--qr-content', 'y']);
+    expect(unknownWorkflow.code).toBe(2);
+    expect(unknownWorkflow.err).toMatch(/--workflow must be one of generate_qr_art, .*generate_qr_art_v5s, got 'nope'/);
+    expect(unknownWorkflow.err).not.toContain('outpainting');
     await expect(readdir(out)).rejects.toThrow();
   });
 

@@ -43,6 +43,9 @@ describe('qr-art keys', () => {
 
     const credited = await keys('credit', '--user', 'carol', '--credits', '0.25', '--json');
     expect(JSON.parse(credited.stdout).credits).toBe(12.75);
+    const noAmount = await keys('credit', '--user', 'carol');
+    expect(noAmount.code).toBe(1);
+    expect(noAmount.stderr).toContain('--credits is required');
 
     const listed = await keys('list', '--json');
     expect(listed.stdout).not.toContain(apiKey);

@@ -288,6 +288,22 @@ describe('qr-art start', () => {
     expect(port.code).toBe(2);
     expect(port.stderr).toContain("qr-art serve takes no arguments, got '--port 9000'");
     expect((await runCliToExit(['worker', 'now'], { env })).code).toBe(2);
+    // A worker listens on no PORT: its example names the setting it does read.
+    const workerHelp = await runCliToExit(['worker', '--help'], { env });
+    expect(workerHelp.stdout).toContain('e.g. WORKER_METRICS_PORT=9465 qr-art worker');
+    // keys and generate: help needs no configuration, so a bad setting does not hide it.
+    for (const command of [['keys', 'create', '--help'], ['generate', '--help']]) {
+      const shown = await runCliToExit(command, { env: { ...env, PORT: 'abc' } });
+      expect(shown.code, command.join(' ')).toBe(0);
+      expect(shown.stdout).toMatch(/^qr-art (keys|generate)/);
+    }
+    // An unknown action says so, on stderr.
+    for (const [command, said] of [[['models', 'chek'], "unknown action 'chek'"], [['qr', 'foo'], "unknown action 'foo': qr-art qr has render"]] as const) {
+      const typo = await runCliToExit([...command], { env });
+      expect(typo.code).toBe(1);
+      expect(typo.stdout).toBe('');
+      expect(typo.stderr.split('\n')[0]).toBe(said);
+    }
     await expect(stat(dataDir)).rejects.toThrow(); // no store was made
   }, 30_000);
 
