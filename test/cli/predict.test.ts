@@ -70,7 +70,7 @@ describe('qr-art predict', () => {
     expect(created).toBe(`${id}  generate_qr_art_v5s  2.98 credits`);
     expect((await readdir(out)).sort()).toEqual([`${id}-0.png`, `${id}-1.png`]);
     for (const i of [0, 1]) {
-      expect(rest[i]).toMatch(new RegExp(`^${path.join(out, `${id}-${i}.png`)}  scannable: (yes|no) \\(\\d{1,3}% of test photos read\\)$`));
+      expect(rest[i]).toMatch(new RegExp(`^${path.join(out, `${id}-${i}.png`)}  scannable: (yes|no) \\(\\d{1,3}% of test photos read(, but not by every decoder family)?\\)$`));
       expect(await sharp(path.join(out, `${id}-${i}.png`)).metadata()).toMatchObject({ format: 'png', width: 768, height: 768 });
     }
     expect(rest[2]).toMatch(/^isScanables: \[(true|false),(true|false)\]$/);
