@@ -22,11 +22,53 @@ const FORMAT_NAME: Record<ImageFormat, string> = { png: 'PNG', jpeg: 'JPEG', web
 export const SNIFF_BYTES = 12;
 
 /**
- * Refuse pixel data that ends early (a half-grey picture), but not libjpeg's warnings: "N
- * extraneous bytes before marker" is common in phone and camera JPEGs that every browser shows,
- * and the strictest setting ('warning') turned such a photo into "damaged".
+ * Sharp's strictest setting (its documented choice for untrusted input): damaged pixel data is
+ * refused, not returned as a half-grey picture. A JPEG cut in the middle of its scan data but
+ * ending with its end marker is only a libjpeg warning, so nothing looser will do as the rule.
  */
-const FAIL_ON = 'truncated' as const;
+const FAIL_ON = 'warning' as const;
+
+/**
+ * The one libjpeg warning that says nothing about the pixels: stray bytes between two header
+ * segments, common in phone and camera JPEGs that every browser shows. Such a file is decoded
+ * again, as strictly, without them (withoutStrayHeaderBytes): libjpeg stops at the first
+ * warning, so a looser decode could not tell them from damage further on.
+ */
+const STRAY_BYTES_WARNING = /^VipsJpeg: Corrupt JPEG data: \d+ extraneous bytes before marker 0x[0-9a-f]{2}$/i;
+
+/**
+ * The JPEG with bytes that lie between its header segments (before the scan data) dropped, or
+ * null when there are none or the header cannot be walked. Each segment is FF, a marker and a
+ * two-byte length; the scan (FF DA) and all after it are kept as they are.
+ */
+function withoutStrayHeaderBytes(bytes: Uint8Array): Uint8Array | null {
+  const kept: Uint8Array[] = [bytes.subarray(0, 2)]; // SOI
+  let pos = 2;
+  let dropped = false;
+  while (pos + 4 <= bytes.length) {
+    if (bytes[pos] !== 0xff) {
+      const next = bytes.indexOf(0xff, pos);
+      if (next < 0) return null;
+      dropped = true;
+      pos = next;
+      continue;
+    }
+    const marker = bytes[pos + 1]!;
+    if (marker === 0xff) {
+      pos++; // fill byte
+      continue;
+    }
+    if (marker === 0xda) {
+      kept.push(bytes.subarray(pos));
+      return dropped ? Buffer.concat(kept) : null;
+    }
+    const end = pos + 2 + ((bytes[pos + 2]! << 8) | bytes[pos + 3]!);
+    if (end > bytes.length) return null;
+    kept.push(bytes.subarray(pos, end));
+    pos = end;
+  }
+  return null;
+}
 
 /** A decode of at most maxPixels takes well under a second; longer means a pathological file. */
 const DECODE_TIMEOUT_SECONDS = 30;
@@ -100,7 +142,8 @@ export async function readImageHeader(bytes: Uint8Array, maxPixels: number): Pro
   let meta: Metadata;
   try {
     // Header only: the pixel limit is applied below with a precise message, and again at decode.
-    meta = await sharp(asBuffer(bytes), { limitInputPixels: false, failOn: FAIL_ON }).metadata();
+    // The header only: its own damage throws whatever failOn says.
+    meta = await sharp(asBuffer(bytes), { limitInputPixels: false, failOn: 'truncated' }).metadata();
   } catch (err) {
     throw new ImageDecodeError('not_an_image', `is not a readable ${FORMAT_NAME[format]} image (its header is damaged)`, {
       cause: err,
@@ -146,14 +189,23 @@ function untrustedInput(bytes: Uint8Array, maxPixels: number): Sharp {
 export async function decodeImage(bytes: Uint8Array, options: { maxPixels: number; channels?: 3 | 4 }): Promise<RawImage> {
   const header = await readImageHeader(bytes, options.maxPixels);
   const channels = options.channels ?? (header.hasAlpha ? 4 : 3);
-  let pipeline = untrustedInput(bytes, options.maxPixels);
-  pipeline =
-    channels === 3
-      ? pipeline.flatten({ background: { r: 255, g: 255, b: 255 } }).toColourspace('srgb').removeAlpha()
-      : pipeline.toColourspace('srgb').ensureAlpha();
+  const decode = (input: Uint8Array) => {
+    const pipeline = untrustedInput(input, options.maxPixels);
+    return (
+      channels === 3
+        ? pipeline.flatten({ background: { r: 255, g: 255, b: 255 } }).toColourspace('srgb').removeAlpha()
+        : pipeline.toColourspace('srgb').ensureAlpha()
+    )
+      .raw({ depth: 'uchar' })
+      .toBuffer({ resolveWithObject: true });
+  };
   let out: { data: Buffer; info: OutputInfo };
   try {
-    out = await pipeline.raw({ depth: 'uchar' }).toBuffer({ resolveWithObject: true });
+    out = await decode(bytes).catch((err: unknown) => {
+      const cleaned = header.format === 'jpeg' && STRAY_BYTES_WARNING.test(libvipsText(err)) ? withoutStrayHeaderBytes(bytes) : null;
+      if (cleaned) return decode(cleaned);
+      throw err;
+    });
   } catch (err) {
     const text = libvipsText(err);
     if (/pixel limit/i.test(text)) {
