@@ -68,6 +68,8 @@ export function planOutpaint(image: Size, padding: Padding, options: PlanOptions
   let back: OutpaintPlan['back'];
   let outputInWorking: Rect;
   let originalInWorking: Rect;
+  /** Working pixels per output pixel. */
+  let scale = 1;
   if (area <= options.maxPixels * 1.05) {
     working = { width: ceilTo(output.width, m), height: ceilTo(output.height, m) };
     // The rounding's extra pixels go where new pixels are painted anyway (the right/bottom unless only the left/top is padded).
@@ -84,6 +86,7 @@ export function planOutpaint(image: Size, padding: Padding, options: PlanOptions
     const { content } = frame;
     const sx = content.width / output.width;
     const sy = content.height / output.height;
+    scale = Math.max(sx, sy);
     // A padding thinner than the scale would round to nothing: the original would touch the
     // canvas's edge there and that side would never be painted (the border only the original's
     // edge, resampled). Each padded side keeps at least one latent cell to paint; the model sees
@@ -97,12 +100,15 @@ export function planOutpaint(image: Size, padding: Padding, options: PlanOptions
     outputInWorking = content;
     originalInWorking = { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
   }
-  const passes = options.multi ? growthPasses(originalInWorking, working, m, options.multi) : [{ x: 0, y: 0, ...working }];
+  // The border asked for, in working pixels: the canvas's rounding may add up to 7 px to a side,
+  // which is no reason for a second pass.
+  const asked = Math.max(padding.left, padding.right, padding.top, padding.bottom) * scale;
+  const passes = options.multi ? growthPasses(originalInWorking, working, m, options.multi, asked) : [{ x: 0, y: 0, ...working }];
   return { output, original, seams, working, back, outputInWorking, originalInWorking, passes };
 }
 
 /** multi_shots: P rectangles from the original outward (see the file comment). */
-function growthPasses(original: Rect, working: Size, m: number, multi: { passPixels: number; maxPasses: number }): Rect[] {
+function growthPasses(original: Rect, working: Size, m: number, multi: { passPixels: number; maxPasses: number }, asked: number): Rect[] {
   const canvas: Rect = { x: 0, y: 0, ...working };
   const extents = {
     left: original.x,
@@ -111,9 +117,8 @@ function growthPasses(original: Rect, working: Size, m: number, multi: { passPix
     bottom: working.height - rectBottom(original),
   };
   const longest = Math.max(extents.left, extents.right, extents.top, extents.bottom);
-  // A border of at most two latent rows cannot be split usefully (two passes of one row each).
-  // Measured on the working canvas, where any padding under 16 px has become 16 by rounding.
-  const count = longest <= 2 * m ? 1 : Math.min(multi.maxPasses, Math.max(2, Math.ceil(longest / multi.passPixels)));
+  // A border asked for of at most two latent rows cannot be split usefully (two passes of one row each).
+  const count = ceilTo(asked, m) <= 2 * m ? 1 : Math.min(multi.maxPasses, Math.max(2, Math.ceil(longest / multi.passPixels)));
   const passes: Rect[] = [];
   let previous: Rect = original;
   for (let k = 1; k <= count; k++) {

@@ -291,6 +291,9 @@ describe('the plan', () => {
     const multi = { ...opts, multi: { passPixels: 96, maxPasses: 8 } };
     expect(planOutpaint({ width: 64, height: 64 }, { left: 8, right: 0, top: 0, bottom: 0 }, multi).passes).toHaveLength(1);
     for (const right of [10, 15, 16]) expect(planOutpaint({ width: 200, height: 100 }, { left: 0, right, top: 0, bottom: 0 }, multi).passes).toHaveLength(1);
+    // Also where the canvas's rounding adds more than the padding's own (500 + 12 -> 512, 333 + 12 -> 352).
+    expect(planOutpaint({ width: 500, height: 333 }, { left: 0, right: 12, top: 0, bottom: 12 }, multi).passes).toHaveLength(1);
+    expect(planOutpaint({ width: 99, height: 99 }, { left: 15, right: 15, top: 15, bottom: 15 }, multi).passes).toHaveLength(1);
     expect(planOutpaint({ width: 200, height: 100 }, { left: 0, right: 17, top: 0, bottom: 0 }, multi).passes).toHaveLength(2);
   });
 });
