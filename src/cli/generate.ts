@@ -7,7 +7,7 @@
 import { MAX_CUDA_DEVICE_ID, MAX_INFERENCE_THREADS } from '../config.ts';
 import { constants } from 'node:fs';
 import { access, mkdir } from 'node:fs/promises';
-import writeFileAtomic from 'write-file-atomic';
+import { writeOutputFile } from './write-output.ts';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
@@ -172,9 +172,7 @@ export async function generateCommand(argv: string[], config: GenerateConfig = {
     const files: { path: string; isScannable: boolean; scanRobustness: number | null }[] = [];
     for (const [i, image] of run.outcome.images.entries()) {
       const file = path.join(out, `${run.seed}-${i}.${image.extension}`);
-      // Into a temporary file renamed into place: a full disk or a Ctrl-C leaves no half PNG.
-      // A Buffer view (not a copy), as the library's types ask.
-      await writeFileAtomic(file, Buffer.from(image.data.buffer, image.data.byteOffset, image.data.byteLength));
+      await writeOutputFile(file, image.data);
       files.push({ path: file, isScannable: image.isScannable === true, scanRobustness: image.scanRobustness ?? null });
     }
     const timings = Object.fromEntries(Object.entries(run.timings).map(([k, v]) => [k, Math.round(v)]));

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { access, constants, mkdir, readFile } from 'node:fs/promises';
-import writeFileAtomic from 'write-file-atomic';
+import { writeOutputFile } from './write-output.ts';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
@@ -257,9 +257,7 @@ async function finish(client: QrArtClient, record: PredictionRecord, out: string
       return imagesStayAt(urls, `cannot download ${url}: ${error.message}`, json ? { record, files } : undefined);
     }
     try {
-      // Into a temporary file renamed into place: a full disk or a Ctrl-C leaves no half PNG
-      // (a Buffer view, not a copy, as the library's types ask).
-      await writeFileAtomic(file, Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+      await writeOutputFile(file, data);
     } catch (error) {
       return imagesStayAt(urls, `cannot write ${file}: ${(error as Error).message}`, json ? { record, files } : undefined);
     }

@@ -1,4 +1,4 @@
-import writeFileAtomic from 'write-file-atomic';
+import { writeOutputFile } from './write-output.ts';
 import { parseArgs } from 'node:util';
 import { encodePng } from '../image/decode.ts';
 import { bodyFromFlags, flagMessages, type BodyFlag } from './body-flags.ts';
@@ -79,8 +79,7 @@ export async function qrCommand(argv: string[]): Promise<number> {
   if (plan.kind !== 'content') throw new Error('a v5 body always has a content plan');
   const control = renderControlImage(plan);
   try {
-    // Into a temporary file renamed into place: a full disk leaves the file that was there.
-    await writeFileAtomic(values.out, await encodePng(control.image));
+    await writeOutputFile(values.out, await encodePng(control.image));
   } catch (error) {
     console.error(`--out: cannot write ${values.out}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
     return 2;

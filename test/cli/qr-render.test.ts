@@ -1,4 +1,5 @@
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { lstatSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -64,6 +65,24 @@ describe('qr-art qr render', () => {
     const cut = spawnSync('bash', ['-c', `ulimit -f 4; exec "${process.execPath}" "${bin}" qr render --content https://example.com/other-content --out "${file}"`], { encoding: 'utf8' });
     expect(cut.status === 0).toBe(false);
     expect((await readFile(file)).equals(before)).toBe(true);
+  }, 60_000);
+
+  it('writes into a named pipe (or a device) as it is, not by renaming a file over it', async () => {
+    const fifo = path.join(dir, 'png-pipe');
+    execFileSync('mkfifo', [fifo]);
+    const reader = spawn('cat', [fifo]);
+    const read: Buffer[] = [];
+    reader.stdout.on('data', (chunk: Buffer) => read.push(chunk));
+    const done = new Promise((resolve) => reader.once('close', resolve));
+    try {
+      const written = await run(['--content', 'https://example.com/piped', '--out', fifo]);
+      expect(written.code, written.err).toBe(0);
+      await done;
+      expect([...Buffer.concat(read).subarray(0, 4)]).toEqual([0x89, 0x50, 0x4e, 0x47]); // the PNG came through the pipe
+      expect(lstatSync(fifo).isFIFO()).toBe(true);
+    } finally {
+      reader.kill();
+    }
   }, 60_000);
 
   it('refuses a missing --content', async () => {
