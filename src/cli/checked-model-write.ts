@@ -6,6 +6,7 @@
  */
 import { rmSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rename, rm, stat } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type { ModelProto } from '../onnx/proto.ts';
 import { ModelFileError, writeModelFile, type ExternalDataMode, type WrittenModel } from '../onnx/model-file.ts';
@@ -26,10 +27,11 @@ export async function writeCheckedModel(
   await mkdir(dirname(out), { recursive: true });
   // Same folder as `out`, so the moves are renames; the same base name, so the model's reference
   // to its data file (`<name>_data`, relative) holds after the move.
-  // The pid in its name lets a later run remove it when this one was killed (OOM, SIGKILL):
-  // it can hold gigabytes of weights.
+  // The host and pid in its name let a later run on this host remove it when this one was
+  // killed (OOM, SIGKILL): it can hold gigabytes of weights. (Another host's or container's
+  // pids mean nothing here: a shared volume's folders of theirs are left alone.)
   await removeAbandonedFolders(out);
-  const folder = await mkdtemp(join(dirname(out), `${folderPrefix(out)}${process.pid}-`));
+  const folder = await mkdtemp(join(dirname(out), `${folderPrefix(out)}${hostLabel()}-${process.pid}-`));
   const candidate = join(folder, basename(out));
   // Ctrl-C or a TERM while gigabytes are written or checked: the folder goes, then the signal's
   // usual end (the listener is only ours while this runs; nothing else in `models` listens).
@@ -67,9 +69,12 @@ const SIGNALS: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 const folderPrefix = (out: string): string => `.${basename(out)}.checking-`;
 
-/** Removes the checking folders beside `out` whose run is gone (its pid is not a live process). */
+/** This host's name as a file name may hold it (a container's hostname is its own). */
+const hostLabel = (): string => hostname().replace(/[^A-Za-z0-9.]/g, '_');
+
+/** Removes the checking folders beside `out` made on this host whose run is gone (its pid is not a live process). */
 async function removeAbandonedFolders(out: string): Promise<void> {
-  const prefix = folderPrefix(out);
+  const prefix = `${folderPrefix(out)}${hostLabel()}-`;
   for (const name of await readdir(dirname(out)).catch(() => [])) {
     if (!name.startsWith(prefix)) continue;
     const pid = Number(/^(\d+)-/.exec(name.slice(prefix.length))?.[1]);

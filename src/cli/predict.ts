@@ -16,6 +16,8 @@ import { bodyFieldsNotTaken, bodyFromFlags, flagMessages, flagsNotTaken, forWork
 import { scanSummary } from './scan-summary.ts';
 
 export const DEFAULT_URL = 'http://localhost:8080';
+/** The longest --timeout: what a Node timer can wait, in whole seconds. */
+const MAX_TIMEOUT_S = Math.floor((2 ** 31 - 1) / 1000);
 
 const USAGE = `qr-art predict --workflow NAME [body flags] [--body FILE|-] [--wait] [--out DIR] [--json]
 
@@ -130,7 +132,10 @@ export async function predictCommand(argv: string[], env: PredictEnv = {}, stdin
   if (!isHttpUrl(baseUrl)) return usageError([`--url: '${baseUrl}' is not an http(s) URL (e.g. ${DEFAULT_URL})`]);
   const timeoutText = values.timeout as string | undefined;
   const timeoutSeconds = timeoutText === undefined ? undefined : Number(timeoutText);
-  if (timeoutSeconds !== undefined && !(/^\d+(\.\d+)?$/.test(timeoutText!) && timeoutSeconds > 0)) return usageError([`--timeout: '${timeoutText}' is not a number of seconds above 0`]);
+  // A Node timer waits at most 2^31 - 1 ms; a longer one would fire at once.
+  if (timeoutSeconds !== undefined && !(/^\d+(\.\d+)?$/.test(timeoutText!) && timeoutSeconds > 0 && timeoutSeconds <= MAX_TIMEOUT_S)) {
+    return usageError([`--timeout: '${timeoutText}' is not a number of seconds above 0 and at most ${MAX_TIMEOUT_S} (about 24.8 days)`]);
+  }
   if (timeoutSeconds !== undefined && !values.wait) return usageError(['--timeout bounds --wait: give --wait too']);
   // A key of its own: the client may then repeat the create after a lost answer without a
   // second charge, and so may the user, with the key printed when the outcome is unknown.

@@ -46,8 +46,9 @@ export interface QrArtClientOptions {
   maxRetryDelayMs?: number;
   /**
    * How long one try may wait for its answer (a JSON call: the whole answer; a download: its
-   * headers) before it counts as a lost connection, retried by the rule below; default 30 s.
-   * Without it a server that stalls holds a try for undici's 5 minutes.
+   * headers) before it counts as a lost connection, retried by the rule below; default 30 s,
+   * at most 2^31 - 1 (a timer's limit), Infinity for none. Without it a server that stalls
+   * holds a try for undici's 5 minutes.
    */
   requestTimeoutMs?: number;
 }
@@ -128,7 +129,10 @@ export class Transport {
     this.retries = options.retries ?? 3;
     this.maxRetryDelayMs = options.maxRetryDelayMs ?? 30_000;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
-    if (!(this.requestTimeoutMs > 0)) throw new TypeError(`requestTimeoutMs must be a number of milliseconds above 0, got ${options.requestTimeoutMs}`);
+    // A longer timer would fire at once.
+    if (!((this.requestTimeoutMs > 0 && this.requestTimeoutMs <= 2 ** 31 - 1) || this.requestTimeoutMs === Infinity)) {
+      throw new TypeError(`requestTimeoutMs must be milliseconds above 0 and at most ${2 ** 31 - 1}, or Infinity for none; got ${options.requestTimeoutMs}`);
+    }
   }
 
   /**
@@ -180,6 +184,7 @@ export class Transport {
    * limit (and not by the caller) is a QrArtConnectionError, so the retry rule covers it.
    */
   private async within<T>(url: string, caller: AbortSignal | undefined, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    if (this.requestTimeoutMs === Infinity) return run(caller ?? new AbortController().signal);
     const limit = new AbortController();
     const timer = setTimeout(() => limit.abort(new Error('request time limit')), this.requestTimeoutMs);
     try {

@@ -208,6 +208,10 @@ describe('qr-art predict', () => {
     // Said at once on stderr, before the wait: a wait killed outright still leaves the id.
     expect(held.err[0]).toBe(`created ${printed.record.id}  generate_qr_art_v5s  ${printed.record.credits} credits`);
     expect((await run([...SMALL, '--prompt', 'x', '--timeout', '-1', '--wait'], { env })).code).toBe(2);
+    // Past what a timer can wait it would fire at once: refused, not a wait that ends straight away.
+    const tooLong = await run([...SMALL, '--prompt', 'x', '--timeout', '2592000', '--wait'], { env });
+    expect(tooLong.code).toBe(2);
+    expect(tooLong.err).toContain('at most 2147483 (about 24.8 days)');
     expect((await run([...SMALL, '--prompt', 'x', '--timeout', '5'], { env })).err).toContain('--timeout bounds --wait');
   });
 

@@ -160,6 +160,10 @@ describe('QrArtClient requests', () => {
       setTimeout(() => caller.abort(new Error('caller gave up')), 50);
       await expect(stalled.list({ signal: caller.signal })).rejects.toThrow('caller gave up');
       expect(() => new QrArtClient({ baseUrl: 'http://127.0.0.1:1', requestTimeoutMs: 0 })).toThrow(TypeError);
+      // Past a timer's limit it would fire at once: refused; Infinity is no limit at all.
+      expect(() => new QrArtClient({ baseUrl: 'http://127.0.0.1:1', requestTimeoutMs: 3e9 })).toThrow(TypeError);
+      const unbounded = new QrArtClient({ baseUrl: stack.baseUrl, apiKey: LISTER, requestTimeoutMs: Infinity });
+      expect((await unbounded.list()).totalDocs).toBeGreaterThan(0);
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => silent.close(resolve));
