@@ -33,11 +33,12 @@ export interface ZxingVariant {
   readonly bias?: number;
 }
 
-// QR only; we do our own downscaling and never look for inverted codes (a light-on-dark
+// QR only (Model 2, the QR code: in zxing-cpp 3 'QRCode' also names Micro QR and rMQR, which
+// ZBar, Java ZXing and most phone readers do not read); we do our own downscaling and never look for inverted codes (a light-on-dark
 // code is not what we render, and counting it would flatter the check). Our encoder writes
 // UTF-8 bytes without an ECI, hence the UTF-8 fallback; Plain text = just the transcoded bytes.
 const readerOptions: ReaderOptions = {
-  formats: ['QRCode'],
+  formats: ['QRCodeModel2'],
   tryHarder: true,
   tryRotate: false, // QR detection is rotation invariant; the rotations are for linear codes
   tryInvert: false,

@@ -62,10 +62,10 @@ const MAX_ANISOTROPY = 0.03;
 /** Smallest module side (px) whose edges can be measured. */
 const MIN_PITCH = 1.5;
 
-// As decoders.ts reads (QR only, no inverted codes, UTF-8 when the code has no ECI), on the image
+// As decoders.ts reads (QR Model 2 only, no inverted codes, UTF-8 when the code has no ECI), on the image
 // as it is (ZXing's own downscaled tries report positions in the image's pixels too).
 const readerOptions: ReaderOptions = {
-  formats: ['QRCode'],
+  formats: ['QRCodeModel2'],
   tryHarder: true,
   tryRotate: false,
   tryInvert: false,

@@ -1,4 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import QRCode from 'qrcode';
+import { prepareZXingModule, writeBarcode } from 'zxing-wasm/writer';
+import { decodeImage } from '../../src/image/decode.ts';
 import { describe, expect, it } from 'vitest';
 import { toLuma } from '../../src/image/luma.ts';
 import { rawImage, type Channels, type RawImage } from '../../src/image/raw.ts';
@@ -148,6 +152,17 @@ describe('decodeAny', () => {
     const image = canvas(640, 640, [{ content: 'WIFI:T:WPA;S:harbour;P:k33p;;', x: 100, y: 100, side: 400 }]);
     expect(await decodeAny(image)).toMatchObject({ text: 'WIFI:T:WPA;S:harbour;P:k33p;;', decoder: 'zxing' });
     expect(await decodeAny(noise(300, 300, 4))).toBeNull();
+  });
+
+  it('reads no Micro QR or rMQR code (zxing-cpp counts them as QR; ZBar, Java ZXing and most phone readers read neither)', async () => {
+    const wasm = readFileSync(createRequire(import.meta.url).resolve('zxing-wasm/writer/zxing_writer.wasm'));
+    await prepareZXingModule({ overrides: { wasmBinary: wasm.buffer.slice(wasm.byteOffset, wasm.byteOffset + wasm.byteLength) as ArrayBuffer }, fireImmediately: true });
+    for (const format of ['MicroQRCode', 'rMQRCode'] as const) {
+      const written = await writeBarcode('HELLO12', { format, scale: 8 });
+      expect(written.error, format).toBe('');
+      const image = await decodeImage(new Uint8Array(await written.image!.arrayBuffer()), { maxPixels: 1e7, channels: 3 });
+      expect(await decodeAny(image), format).toBeNull();
+    }
   });
 });
 
