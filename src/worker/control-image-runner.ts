@@ -144,13 +144,19 @@ export async function clientControlImage(
     if (decoded) client = negative;
   }
   if (!decoded) {
-    throw new JobInputError('qrImage is not a readable QR code: no decoder found a code in it (dark on light or light on dark); send a sharp QR code image', 'unreadable_qr_image');
+    throw new JobInputError(
+      'qrImage is not a readable QR code: no decoder found a code in it (dark on light or light on dark; a transparent background counts as white; Micro QR and rMQR codes are not read); send a sharp QR code image',
+      'unreadable_qr_image',
+    );
   }
   // Which one the art should carry cannot be told, and a phone may read either: the scan check
   // would judge every image of it unscannable. The ladder stops at its first read, made with the
   // code scaled to about 400 px, where a second, smaller code can vanish; one read at the
   // image's own resolution sees it.
-  const otherTexts = new Set([...decoded.otherTexts, ...(await zxingDecode(toLuma(client))).filter((text) => text !== decoded.text)]);
+  // Both polarities: ZXing-C++ on a phone reads a light-on-dark code beside a dark one, and our
+  // ladder reads dark-on-light only.
+  const nativeReads = [...(await zxingDecode(toLuma(client))), ...(await zxingDecode(toLuma(invertImage(client))))];
+  const otherTexts = new Set([...decoded.otherTexts, ...nativeReads.filter((text) => text !== decoded.text)]);
   if (otherTexts.size > 0) {
     throw new JobInputError(`qrImage holds ${otherTexts.size + 1} QR codes with different contents; send an image of the one code the art should carry`, 'invalid_qr_image');
   }

@@ -45,7 +45,14 @@ beforeAll(async () => {
   paint(logo, { cx: middle, cy: middle, radius: 2.5 * drawing.pitch, square: true }, [255, 255, 255]);
   paint(logo, { cx: middle, cy: middle, radius: 1.6 * drawing.pitch }, [220, 60, 30]);
   const rotated = await sharp(plain).rotate(5, { background: '#ffffff' }).png().toBuffer();
-  host = await serveFiles({ '/plain.png': plain, '/logo.png': await png(logo), '/rotated.png': rotated });
+  // The client's code beside a light-on-dark one of other content, which phones read as well.
+  const other = await sharp(await QRCode.toBuffer('https://other.example/two', { scale: 7, margin: 4 })).negate({ alpha: false }).png().toBuffer();
+  const { width: side } = await sharp(plain).metadata();
+  const bothPolarities = await sharp({ create: { width: 2 * side! + 40, height: side!, channels: 3, background: '#ffffff' } })
+    .composite([{ input: plain, left: 0, top: 0 }, { input: other, left: side! + 40, top: 0 }])
+    .png()
+    .toBuffer();
+  host = await serveFiles({ '/plain.png': plain, '/logo.png': await png(logo), '/rotated.png': rotated, '/both-polarities.png': bothPolarities });
 });
 
 afterAll(async () => {
@@ -205,6 +212,12 @@ describe('ensureScannable on art generated over a client code', () => {
     expect(result).toMatchObject({ scannable: true, repaired: true });
     expect(result.modulesAfter?.wrong).toBe(0);
     for (const seed of [1, 2]) expect(await readAfterCapture(result.image, geometry, LOGO, seed), `capture ${seed}`).toEqual({ zbar: true, opencv: true });
+  });
+});
+
+describe('clientControlImage: refused', () => {
+  it('a code beside a light-on-dark code of other content: a phone may read either', async () => {
+    await expect(controlOf('/both-polarities.png')).rejects.toMatchObject({ code: 'invalid_qr_image', message: expect.stringContaining('holds 2 QR codes with different contents') });
   });
 });
 
