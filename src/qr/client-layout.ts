@@ -8,6 +8,9 @@ import type { AreaTransform } from '../image/resample.ts';
 import { DEFAULT_QUIET_ZONE_MODULES, layoutQr, type Canvas, type QrLayout } from './layout.ts';
 import type { LocatedQr } from './locate.ts';
 
+/** The quiet zone ISO 18004 asks for, which generators draw (qrcode's default margin). */
+const STANDARD_MARGIN_MODULES = 4;
+
 export interface ClientCodePlacement {
   /** Client image pixels -> canvas pixels. */
   readonly transform: AreaTransform;
@@ -16,8 +19,8 @@ export interface ClientCodePlacement {
 
 /**
  * The placement of a client image of `client` size whose code is `located`, about as large as the
- * image fitted into a square of `fitSide` px (the module size is rounded to whole pixels) and
- * centred on the canvas, the code with a 2-module quiet zone kept inside it. A reason instead when
+ * image fitted into a square of `fitSide` px (the module size is rounded to whole pixels), never
+ * smaller than the code with a 4-module margin fitted there, and centred on the canvas, the code with a 2-module quiet zone kept inside it. A reason instead when
  * the code cannot get a whole pixel per module there.
  */
 export function placeClientCode(located: LocatedQr, client: { width: number; height: number }, canvas: Canvas, fitSide: number): ClientCodePlacement | string {
@@ -26,7 +29,11 @@ export function placeClientCode(located: LocatedQr, client: { width: number; hei
   const fit = fitSide / Math.max(client.width, client.height);
   const pitch = (located.pitch.x + located.pitch.y) / 2;
   const largest = Math.floor(Math.min(canvas.width, canvas.height) / (n + 2 * q));
-  const moduleSize = Math.min(largest, Math.max(1, Math.round(pitch * fit)));
+  // At least as large as the code with a standard 4-module margin fitted to the square: a code
+  // in a wide margin (a screenshot, a page) would otherwise come out at a pixel or two a module,
+  // a stamp no phone at arm's length reads. What lies beyond the canvas is cut off.
+  const standardFit = Math.round(fitSide / (n + 2 * STANDARD_MARGIN_MODULES));
+  const moduleSize = Math.min(largest, Math.max(1, Math.round(pitch * fit), standardFit));
   if (moduleSize < 1) return `a ${n}-module code with its quiet zone does not fit the ${canvas.width}x${canvas.height} canvas at 1 px per module`;
   const scaleX = moduleSize / located.pitch.x;
   const scaleY = moduleSize / located.pitch.y;

@@ -52,7 +52,9 @@ beforeAll(async () => {
     .composite([{ input: plain, left: 0, top: 0 }, { input: other, left: side! + 40, top: 0 }])
     .png()
     .toBuffer();
-  host = await serveFiles({ '/plain.png': plain, '/logo.png': await png(logo), '/rotated.png': rotated, '/both-polarities.png': bothPolarities });
+  // A code in a wide margin, as in a screenshot of a page: 7 px modules, 60 modules of white around.
+  const wideMargin = await QRCode.toBuffer(PLAIN, { errorCorrectionLevel: 'M', scale: 7, margin: 60 });
+  host = await serveFiles({ '/plain.png': plain, '/logo.png': await png(logo), '/rotated.png': rotated, '/both-polarities.png': bothPolarities, '/wide-margin.png': wideMargin });
 });
 
 afterAll(async () => {
@@ -147,6 +149,12 @@ describe('clientControlImage: a client code placed on the module grid', () => {
     expect(Math.abs(layout.codeX + layout.codePixels / 2 - 384)).toBeLessThanOrEqual(1);
     expect(Math.max(...moduleMismatch(control.image, geometry, 0))).toBe(0);
     expect(checkModules(control.image, geometry)).toMatchObject({ wrong: 0 });
+  });
+
+  it('a code in a wide margin (a screenshot of a page) is as large as the plain PNG\'s, not a stamp of a pixel or two a module', async () => {
+    const [wide, plain] = [geometryOf(await controlOf('/wide-margin.png')), geometryOf(await controlOf('/plain.png'))];
+    expect(wide.layout.moduleSize).toBe(plain.layout.moduleSize);
+    expect(Array.from(wide.matrix.dark)).toEqual(Array.from(darkOf(plainCode)));
   });
 
   it('an antialiased, coloured code at 4.4 px modules under a logo: the true matrix, every module off the logo in its colour', async () => {
