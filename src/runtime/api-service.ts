@@ -78,7 +78,14 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
   const metrics = new ApiMetrics();
   registerScrapeProbes({ registry: metrics.registry, db, queue, logger });
 
-  if (webhookSecret.source !== 'env') logger.info({ file: webhookSecret.file }, 'webhook signing secret kept in DATA_DIR (set WEBHOOK_SECRET to choose one)');
+  if (webhookSecret.source !== 'env' && config.DATABASE_URL) {
+    // A shared database means replicas may share the work, each with its own DATA_DIR: each
+    // would sign with its own secret, and a receiver would refuse the others' deliveries.
+    logger.warn(
+      { file: webhookSecret.file },
+      'WEBHOOK_SECRET is unset: this API signs webhooks with a secret kept in its own DATA_DIR; API replicas sharing DATABASE_URL each make their own, and receivers refuse the deliveries of all but one. Set the same WEBHOOK_SECRET on every replica',
+    );
+  } else if (webhookSecret.source !== 'env') logger.info({ file: webhookSecret.file }, 'webhook signing secret kept in DATA_DIR (set WEBHOOK_SECRET to choose one)');
 
   // Known for sure only once listening (PORT=0 picks a free port).
   let baseUrl = publicBaseUrl(config);

@@ -194,8 +194,9 @@ async function queueRetry(js: JetStreamClient, msg: JsMsg, delivery: WebhookDeli
   try {
     await js.publish(msg.subject, JSON.stringify(copy), { msgID: `${delivery.deliveryId}#${nextAttempt}` });
   } catch (error) {
-    // The retry still happens, from the original after the same delay; it repeats this
-    // attempt's number, so the schedule gets one extra try rather than losing the delivery.
+    // The retry still happens, from the original: after the same delay when the nak reaches the
+    // server, after the ack wait when NATS is away too (the nak is lost with the publish). It
+    // repeats this attempt's number, so the schedule gets one extra try rather than losing the delivery.
     logger.warn({ err: error, deliveryId: delivery.deliveryId }, 'could not queue the webhook retry; redelivering the original instead');
     msg.nak(delayMs);
     return;
