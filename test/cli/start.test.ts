@@ -53,10 +53,11 @@ describe('qr-art start', () => {
         body: JSON.stringify({ workflow: 'generate_qr_art_v4s', qrText: 'neon city', qrContent: 'tel:+15551234567' }),
       });
       const { data } = (await created.json()) as { data: { id: string } };
+      // A generation on the demo models: seconds alone, more on a busy 2-core machine.
       const done = await waitFor(async () => {
         const got = (await (await fetch(`${base}/v1/predictions/${data.id}`, { headers: { 'x-api-key': KEY } })).json()) as { data: { status: string; isScanables: boolean[] } };
         return got.data.status === 'executed' ? got.data : undefined;
-      });
+      }, 60_000);
       expect(done.isScanables).toEqual([true]);
 
       // One process, two endpoints, each with its own series.
