@@ -11,13 +11,13 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import cliProgress from 'cli-progress';
 import { QrArtApiError, QrArtClient, QrArtConnectionError, type CreateBody, type PredictionRecord } from '../client/index.ts';
-import { headerValueProblem } from '../client/http.ts';
+import { headerValueProblem, MAX_TIMER_MS } from '../client/http.ts';
 import { bodyFieldsNotTaken, bodyFromFlags, flagMessages, flagsNotTaken, forWorkflow, GENERATION_FLAGS, optionName, type BodyFlag } from './body-flags.ts';
 import { scanSummary } from './scan-summary.ts';
 
 export const DEFAULT_URL = 'http://localhost:8080';
 /** The longest --timeout: what a Node timer can wait, in whole seconds. */
-const MAX_TIMEOUT_S = Math.floor((2 ** 31 - 1) / 1000);
+const MAX_TIMEOUT_S = Math.floor(MAX_TIMER_MS / 1000);
 
 const USAGE = `qr-art predict --workflow NAME [body flags] [--body FILE|-] [--wait] [--out DIR] [--json]
 
@@ -132,7 +132,6 @@ export async function predictCommand(argv: string[], env: PredictEnv = {}, stdin
   if (!isHttpUrl(baseUrl)) return usageError([`--url: '${baseUrl}' is not an http(s) URL (e.g. ${DEFAULT_URL})`]);
   const timeoutText = values.timeout as string | undefined;
   const timeoutSeconds = timeoutText === undefined ? undefined : Number(timeoutText);
-  // A Node timer waits at most 2^31 - 1 ms; a longer one would fire at once.
   if (timeoutSeconds !== undefined && !(/^\d+(\.\d+)?$/.test(timeoutText!) && timeoutSeconds > 0 && timeoutSeconds <= MAX_TIMEOUT_S)) {
     return usageError([`--timeout: '${timeoutText}' is not a number of seconds above 0 and at most ${MAX_TIMEOUT_S} (about 24.8 days)`]);
   }

@@ -74,6 +74,9 @@ interface RequestSpec<S extends z.ZodType> extends CallOptions {
 
 const CONNECTION_BACKOFF_MS = 500;
 
+/** The longest a timer waits (2^31 - 1 ms, about 24.8 days); a longer one fires at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /**
  * Why fetch would refuse value as a header value, or null when it takes it. Fetch trims the
  * surrounding whitespace (a key read from a file keeps its newline) and then refuses NUL, CR, LF
@@ -129,9 +132,8 @@ export class Transport {
     this.retries = options.retries ?? 3;
     this.maxRetryDelayMs = options.maxRetryDelayMs ?? 30_000;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
-    // A longer timer would fire at once.
-    if (!((this.requestTimeoutMs > 0 && this.requestTimeoutMs <= 2 ** 31 - 1) || this.requestTimeoutMs === Infinity)) {
-      throw new TypeError(`requestTimeoutMs must be milliseconds above 0 and at most ${2 ** 31 - 1}, or Infinity for none; got ${options.requestTimeoutMs}`);
+    if (!((this.requestTimeoutMs > 0 && this.requestTimeoutMs <= MAX_TIMER_MS) || this.requestTimeoutMs === Infinity)) {
+      throw new TypeError(`requestTimeoutMs must be milliseconds above 0 and at most ${MAX_TIMER_MS}, or Infinity for none; got ${options.requestTimeoutMs}`);
     }
   }
 

@@ -56,9 +56,9 @@ export async function waitForPrediction(http: Transport, id: string, options: Wa
   let streamRefused = options.stream === false;
   let streamFailures = 0;
   let away = false;
+  const useStream = () => !streamRefused && streamFailures < MAX_STREAM_FAILURES;
   for (;;) {
-    const useStream = !streamRefused && streamFailures < MAX_STREAM_FAILURES;
-    if (useStream) {
+    if (useStream()) {
       try {
         for await (const event of predictionEvents(http, id, { signal, idleTimeoutMs: options.streamIdleTimeoutMs })) {
           if (event.type === 'progress') {
@@ -107,6 +107,6 @@ export async function waitForPrediction(http: Transport, id: string, options: Wa
     }
     const final = observe(record);
     if (final) return final;
-    await sleep(!streamRefused && streamFailures < MAX_STREAM_FAILURES ? RECONNECT_DELAY_MS : pollIntervalMs, signal);
+    await sleep(useStream() ? RECONNECT_DELAY_MS : pollIntervalMs, signal);
   }
 }

@@ -142,7 +142,7 @@ export async function readImageHeader(bytes: Uint8Array, maxPixels: number): Pro
   let meta: Metadata;
   try {
     // Header only: the pixel limit is applied below with a precise message, and again at decode.
-    // The header only: its own damage throws whatever failOn says.
+    // Stray bytes before a marker do not make a header unreadable; the decode below is strict.
     meta = await sharp(asBuffer(bytes), { limitInputPixels: false, failOn: 'truncated' }).metadata();
   } catch (err) {
     throw new ImageDecodeError('not_an_image', `is not a readable ${FORMAT_NAME[format]} image (its header is damaged)`, {
