@@ -211,6 +211,12 @@ function checkValue(path: string, role: GraphRole, side: 'input' | 'output', nam
       fail(`${side} '${name}' has ${size} ${what}, the ${role} role needs ${allowed.join(' or ')}`);
     }
   }
+  const rows = tm.shape[0];
+  if (c.batched && typeof rows === 'number' && rows > 0) {
+    fail(
+      `${side} '${name}' has its batch axis fixed at ${rows} [${tm.shape.join(', ')}]; jobs feed the ${role} role as many rows as their images (twice that with classifier-free guidance), so export it with a dynamic batch axis`,
+    );
+  }
   if (c.sized) {
     const fixed = tm.shape.slice(-2).filter((size) => typeof size === 'number' && size > 0);
     if (tm.shape.length >= 2 && fixed.length > 0) {

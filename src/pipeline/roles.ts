@@ -24,6 +24,13 @@ export interface IoContract {
    * another aspect ratio or resolution, after its whole generation.
    */
   readonly sized?: true;
+  /**
+   * The value's first axis holds the job's rows: batchSize images, twice that with
+   * classifier-free guidance, one text row or two. Jobs differ in both, so the axis must be
+   * symbolic: a graph exported at one batch passes the start-up test step (batch 1) and then
+   * fails every job of another batch size or guidance, after it was charged and retried.
+   */
+  readonly batched?: true;
   readonly optional?: boolean;
 }
 
@@ -36,9 +43,13 @@ const latent = (role: string, channels: number[]): IoContract => ({ role, types:
 const image = (role: string): IoContract => ({ role, types: FLOATS, ranks: [4], dims: { 1: [3] } });
 /** An image at the output's size (the VAE's, the control image): unlike a classifier's input, never fixed. */
 const canvas = (role: string): IoContract => ({ ...image(role), sized: true });
+/** A latent of the denoising loop: as many rows as the job's images or its guidance batch. */
+const rowsLatent = (role: string, channels: number[]): IoContract => ({ ...latent(role, channels), batched: true });
 const timestep: IoContract = { role: 'timestep', types: TIMESTEP_TYPES, ranks: [0, 1] };
 const hidden: IoContract = { role: 'encoder_hidden_states', types: FLOATS, ranks: [3] };
-const residuals: IoContract[] = CONTROL_RESIDUALS.map((r) => ({ role: r.role, types: FLOATS, ranks: [4], dims: { 1: [r.channels] }, sized: true }));
+/** The text rows of the denoising loop: one or two prompts, or one per row of the guidance batch. */
+const rowsHidden: IoContract = { ...hidden, batched: true };
+const residuals: IoContract[] = CONTROL_RESIDUALS.map((r) => ({ role: r.role, types: FLOATS, ranks: [4], dims: { 1: [r.channels] }, sized: true, batched: true }));
 /** A full LCM checkpoint's guidance embedding [B, time_cond_proj_dim] (lcm-guidance.ts); LCM-LoRA and plain UNets have none. */
 const timestepCond: IoContract = { role: 'timestep_cond', types: FLOATS, ranks: [2], optional: true };
 
@@ -47,15 +58,15 @@ export const ROLE_CONTRACTS: Readonly<Record<GraphRole, RoleContract>> = {
     inputs: [{ role: 'input_ids', types: IDS, ranks: [2], dims: { 1: [77] } }],
     outputs: [{ role: 'last_hidden_state', types: FLOATS, ranks: [3] }],
   },
-  unet: { inputs: [latent('sample', [4]), timestep, hidden, ...residuals, timestepCond], outputs: [latent('out_sample', [4])] },
+  unet: { inputs: [rowsLatent('sample', [4]), timestep, rowsHidden, ...residuals, timestepCond], outputs: [rowsLatent('out_sample', [4])] },
   // Outpainting feeds these three only: an inpainting UNet with any other input (a full LCM
   // checkpoint's timestep_cond) is refused at start naming it (export matrix: lcm-unet-inpaint).
-  unet_inpaint: { inputs: [latent('sample', [9]), timestep, hidden], outputs: [latent('out_sample', [4])] },
+  unet_inpaint: { inputs: [rowsLatent('sample', [9]), timestep, rowsHidden], outputs: [rowsLatent('out_sample', [4])] },
   controlnet: {
     inputs: [
-      latent('sample', [4]),
+      rowsLatent('sample', [4]),
       timestep,
-      hidden,
+      rowsHidden,
       canvas('controlnet_cond'),
       // Optional so a ControlNet exported without one (OnnxStack/Amuse trace it as a constant)
       // reaches the pair check (seams.ts), which refuses it naming the fix.
@@ -75,15 +86,15 @@ export const ROLE_CONTRACTS: Readonly<Record<GraphRole, RoleContract>> = {
    */
   denoiser: {
     inputs: [
-      latent('sample', [4]),
+      rowsLatent('sample', [4]),
       timestep,
-      hidden,
+      rowsHidden,
       { role: 'controlnet_cond', types: [...FLOATS, 'uint8'], ranks: [4, 5], sized: true },
       { role: 'conditioning_scale', types: SCALES, ranks: [0, 1, 2] },
       { role: 'guidance_scale', types: SCALES, ranks: [0, 1], optional: true },
       timestepCond,
     ],
-    outputs: [latent('noise_pred', [4])],
+    outputs: [rowsLatent('noise_pred', [4])],
   },
   vae_decoder: { inputs: [latent('latent_sample', [4])], outputs: [canvas('sample')] },
   // The fallback for an fp16 decoder that overflows: float32 through and through, or it would overflow the same way.

@@ -17,6 +17,7 @@ import { encodePrompts } from '../../src/pipeline/diffusion-parts.ts';
 import { guidanceEmbedding } from '../../src/pipeline/lcm-guidance.ts';
 import { loadManifest } from '../../src/pipeline/manifest.ts';
 import { createSessions, type PipelineSessions } from '../../src/pipeline/sessions.ts';
+import { setRunHook } from '../../src/pipeline/graph-session.ts';
 import { generate, type Txt2ImgRequest } from '../../src/pipeline/txt2img.ts';
 import { outpaint } from '../../src/pipeline/outpaint.ts';
 import { warmUp } from '../../src/pipeline/warm-up.ts';
@@ -100,9 +101,9 @@ describe('full LCM UNet (separate pair)', () => {
     await unet.release();
   });
 
-  it('runs one row per image at any guidance (a doubled batch would fail: the fixture fixes sample at 1 row), and the guidance changes the image', async () => {
+  it('runs one row per image at any guidance (the UNet sees one row where CFG would feed two), and the guidance changes the image', async () => {
     const dir = await tempDir();
-    const unet = await writeLcmUnet(dir, { rows: 1 });
+    const unet = await writeLcmUnet(dir);
     const manifest = await writeManifestVariant(dir, 'lcm-one-row', (m) => {
       useSeparatePair(m);
       m.models['demo-sd15'].graphs.unet.path = unet;
@@ -110,9 +111,21 @@ describe('full LCM UNet (separate pair)', () => {
     const target = (await open(manifest)).forWorkflow('generate_qr_art_v5s', 'universal');
     expect(target.denoiser.embedsGuidance).toBe(true);
     expect((await encodePrompts(target.model, 'p', 'n', true)).rows).toBe(1);
-    const low = await generate(request(1), target);
-    const high = await generate(request(4), target);
-    expect(differ(low.images[0]!, high.images[0]!)).toBe(true);
+    const unetRows: number[] = [];
+    setRunHook(async (graph, run) => {
+      const out = await run();
+      if (graph.role === 'unet') unetRows.push(out.out_sample!.dims[0]!);
+      return out;
+    });
+    try {
+      const low = await generate(request(1), target);
+      const high = await generate(request(4), target);
+      expect(differ(low.images[0]!, high.images[0]!)).toBe(true);
+    } finally {
+      setRunHook(undefined);
+    }
+    // 2 steps at each guidance, one image: one row each time, never the doubled CFG batch.
+    expect(unetRows).toEqual([1, 1, 1, 1]);
   });
 });
 

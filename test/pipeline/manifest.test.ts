@@ -11,7 +11,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GraphBuilder } from '../../scripts/demo-models/graph.ts';
 import { CONTROL_RESIDUALS } from '../../src/onnx/control-residuals.ts';
-import { decodeModel, encodeModel, valueInfo } from '../../src/onnx/proto.ts';
+import { decodeModel, encodeModel, tensorTypeOf, valueInfo } from '../../src/onnx/proto.ts';
 import { loadManifest, parseManifest, resolveOutpainting, resolveWorkflow, type Manifest } from '../../src/pipeline/manifest.ts';
 import { GraphSession } from '../../src/pipeline/graph-session.ts';
 import { createSessions, ProviderUnavailableError, type SessionOptions } from '../../src/pipeline/sessions.ts';
@@ -211,6 +211,29 @@ describe('manifest errors name the file and the problem', () => {
     await expect(createSessions(await loadManifest(file), cpu)).rejects.toThrow(
       /vae-fixed\/model\.onnx: input 'latent_sample' has a fixed height or width \[1, 4, 96, 96\]; every output size runs through the vae_decoder role, so export it with dynamic height and width axes/,
     );
+  });
+
+  it('a denoising graph exported at one batch, which would pass its test step and fail every job of another batch size or guidance', async () => {
+    const fixBatch = async (graph: 'denoiser' | 'unet', rows: number): Promise<string> => {
+      const model = decodeModel(await readFile(resolve(MODELS_DIR, `demo/${graph}/model.onnx`)));
+      const sample = model.graph!.input.find((v) => v.name === 'sample')!;
+      const dims = tensorTypeOf(sample)!.dims.map((d, i) => (i === 0 ? rows : (d ?? `d${i}`)));
+      model.graph!.input[model.graph!.input.indexOf(sample)] = valueInfo('sample', 'float32', dims);
+      const path = join(dir, `${graph}-batch-${rows}/model.onnx`);
+      await mkdir(join(dir, `${graph}-batch-${rows}`), { recursive: true });
+      await writeFile(path, encodeModel(model));
+      return path;
+    };
+    // A fused denoiser at batch 1 (one image, guidance inside): a batchSize 2 job would fail.
+    const one = await fixBatch('denoiser', 1);
+    const fused = await variant('denoiser-batch-1', (m) => (m.models['demo-sd15'].graphs.denoiser.path = one));
+    await expect(createSessions(await loadManifest(fused), cpu)).rejects.toThrow(
+      /denoiser-batch-1\/model\.onnx: input 'sample' has its batch axis fixed at 1 \[1, 4, .*\]; jobs feed the denoiser role as many rows as their images \(twice that with classifier-free guidance\), so export it with a dynamic batch axis/,
+    );
+    // A UNet at the CFG batch of one image, as static exports often are: cfg 1 (v5s's default) would fail.
+    const two = await fixBatch('unet', 2);
+    const pair = await pairVariant('unet-batch-2', (m) => (m.models['demo-sd15'].graphs.unet.path = two));
+    await expect(createSessions(await loadManifest(pair), cpu)).rejects.toThrow(/unet-batch-2\/model\.onnx: input 'sample' has its batch axis fixed at 2 \[2, 4, /);
   });
 
   it('a graph missing an input of its role, and name maps that point at the wrong value', async () => {

@@ -2,14 +2,13 @@
  * Fixtures of the LCM contracts (src/models/contracts/lcm.ts). The full LCM UNet is the demo
  * ControlNet-ready UNet with a `timestep_cond` [batch, 256] input it really reads: its output gains
  * LCM_COND_GAIN × mean(timestep_cond) per row, so a test can see the guidance embedding arrive
- * (the embedding's mean depends on the guidance). `rows` fixes the sample's batch axis, so a
- * doubled (CFG) batch fails in ONNX Runtime: proof that a full LCM model runs one row per image.
+ * (the embedding's mean depends on the guidance).
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fuseControlNet } from '../../../src/onnx/fuse.ts';
-import { decodeModel, encodeModel, node, tensor, tensorTypeOf, valueInfo, type ModelProto } from '../../../src/onnx/proto.ts';
+import { decodeModel, encodeModel, node, tensor, valueInfo, type ModelProto } from '../../../src/onnx/proto.ts';
 import { ROWS as CONTRACTS } from '../../../src/models/contracts/lcm.ts';
 import { useSeparatePair, writeManifestVariant } from '../manifest-variants.ts';
 import type { ExportRow } from './row.ts';
@@ -23,7 +22,7 @@ export const LCM_COND_GAIN = 0.05;
 const readDemo = async (graph: 'unet' | 'controlnet'): Promise<ModelProto> => decodeModel(await readFile(join(DEMO, graph, 'model.onnx')));
 
 /** The demo UNet plus a timestep_cond input that shifts out_sample by LCM_COND_GAIN × its row mean. */
-export function withTimestepCond(unet: ModelProto, options: { dim?: number; rows?: number } = {}): ModelProto {
+export function withTimestepCond(unet: ModelProto, options: { dim?: number } = {}): ModelProto {
   const g = unet.graph!;
   const raw = 'lcm/out_sample_raw';
   for (const n of g.node) n.output = n.output.map((o) => (o === 'out_sample' ? raw : o));
@@ -35,19 +34,14 @@ export function withTimestepCond(unet: ModelProto, options: { dim?: number; rows
     node('Mul', ['lcm/mean4', 'lcm/gain'], ['lcm/shift'], {}, 'lcm/shift'),
     node('Add', [raw, 'lcm/shift'], ['out_sample'], {}, 'lcm/out_sample'),
   );
-  if (options.rows !== undefined) {
-    const sample = g.input.find((v) => v.name === 'sample')!;
-    const dims = tensorTypeOf(sample)!.dims.map((d, i) => (i === 0 ? options.rows! : (d ?? `d${i}`)));
-    g.input[g.input.indexOf(sample)] = valueInfo('sample', 'float32', dims);
-  }
   return unet;
 }
 
 /** Writes <dir>/unet/model.onnx: the full LCM fixture UNet. */
-export async function writeLcmUnet(dir: string, options: { rows?: number } = {}): Promise<string> {
+export async function writeLcmUnet(dir: string): Promise<string> {
   const path = join(dir, 'unet', 'model.onnx');
   await mkdir(join(dir, 'unet'), { recursive: true });
-  await writeFile(path, encodeModel(withTimestepCond(await readDemo('unet'), options)));
+  await writeFile(path, encodeModel(withTimestepCond(await readDemo('unet'))));
   return path;
 }
 
