@@ -73,8 +73,10 @@ export class GraphSession {
         const name = names?.[c.role] ?? c.role;
         const meta = available.get(name);
         if (!meta) {
-          if (c.optional) continue;
           const mapped = names?.[c.role] !== undefined ? ` (mapped by graphs.${role}.${side}s)` : '';
+          // An optional role is skipped when the graph lacks it, but not when the manifest maps it:
+          // a misspelt mapping would otherwise surface as the real name being "not fed".
+          if (c.optional && !mapped) continue;
           fail(
             `the ${role} role needs an ${side} '${name}'${mapped} but the graph's ${side}s are ${[...available.keys()].map((n) => `'${n}'`).join(', ')}` +
               (mapped ? '' : `; map it under graphs.${role}.${side}s if the export names it differently`),

@@ -208,6 +208,10 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
     if (!found.isFile()) {
       throw new GraphSessionError(`${shown}: is a folder, not a graph file (graphs.${role}.path in ${displayPath(manifest.file)}): name the .onnx file in it`);
     }
+    // An interrupted copy leaves an empty file, which ONNX Runtime reports as "ModelProto does not have a graph".
+    if (found.size === 0) {
+      throw new GraphSessionError(`${shown}: is empty (0 bytes; graphs.${role}.path in ${displayPath(manifest.file)}): the copy or export did not finish`);
+    }
     // Loads on every provider, runs on CUDA only: refused before a session is made (packed-attention.ts).
     await checkAttentionRunsOn(provider.provider, file, shown, role);
     try {

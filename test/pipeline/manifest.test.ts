@@ -193,6 +193,15 @@ describe('manifest errors name the file and the problem', () => {
     );
   });
 
+  it('an empty graph file, as an interrupted copy leaves it', async () => {
+    await mkdir(join(dir, 'empty-vae'), { recursive: true });
+    await writeFile(join(dir, 'empty-vae/model.onnx'), '');
+    const file = await variant('empty-graph', (m) => (m.models['demo-sd15'].graphs.vae_decoder.path = join(dir, 'empty-vae/model.onnx')));
+    await expect(createSessions(await loadManifest(file), cpu)).rejects.toThrow(
+      /empty-vae\/model\.onnx: is empty \(0 bytes; graphs\.vae_decoder\.path in .*empty-graph\.json\): the copy or export did not finish/,
+    );
+  });
+
   it('a graph with the wrong channel count for its role', async () => {
     const file = await pairVariant('nine', (m) => (m.models['demo-sd15'].graphs.unet.path = resolve(MODELS_DIR, 'demo/unet_inpaint/model.onnx')));
     await expect(createSessions(await loadManifest(file), cpu)).rejects.toThrow(
@@ -244,6 +253,11 @@ describe('manifest errors name the file and the problem', () => {
     const mapped = await variant('mapped', (m) => (m.models['demo-sd15'].graphs.text_encoder.outputs = { last_hidden_state: 'pooler_output' }));
     await expect(createSessions(await loadManifest(mapped), cpu)).rejects.toThrow(
       /demo\/text_encoder\/model\.onnx: output 'pooler_output' has rank 2 \[batch, 768\], the text_encoder role needs rank 3/,
+    );
+    // An optional role mapped to a name the graph lacks: the mapping is wrong, not the graph's own name.
+    const misspelt = await variant('optional-mapped', (m) => (m.models['demo-sd15'].graphs.denoiser.inputs = { guidance_scale: 'guidance' }));
+    await expect(createSessions(await loadManifest(misspelt), cpu)).rejects.toThrow(
+      /the denoiser role needs an input 'guidance' \(mapped by graphs\.denoiser\.inputs\) but the graph's inputs are .*'guidance_scale'/,
     );
     const unknownRole = await variant('role', (m) => (m.models['demo-sd15'].graphs.denoiser.inputs = { latents: 'sample' }));
     await expect(createSessions(await loadManifest(unknownRole), cpu)).rejects.toThrow(/names 'latents', which is not an input role of denoiser/);
