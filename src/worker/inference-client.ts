@@ -421,13 +421,35 @@ export class InferenceClient {
     if (this.thread) Atomics.store(this.thread.control, CRASH_WORD, 1);
   }
 
+  /**
+   * Stops the thread. A run still in it (one past its deadline, handed back but not yet at its
+   * next step boundary) is told to stop and given abortGraceMs to end first: a thread terminated
+   * inside ONNX Runtime's session.run takes the whole process down (onnxruntime-node throws a
+   * Napi::Error in the dying thread: SIGABRT), before the worker has closed its NATS connection.
+   */
   async close(): Promise<void> {
     this.closed = true;
     this.stateNow = 'closed';
     const thread = this.thread ?? (await this.starting?.catch(() => undefined));
     this.thread = undefined;
-    if (thread && !thread.exited) await thread.worker.terminate();
+    if (thread && !thread.exited) {
+      await this.runsEnded(thread, this.options.abortGraceMs ?? 15_000);
+      await thread.worker.terminate();
+    }
     for (const p of this.pending.values()) p.reject(new Error('the inference client was closed'));
     this.pending.clear();
+  }
+
+  /** Aborts every request `thread` holds and waits, at most `graceMs`, until none it started is still running. */
+  private async runsEnded(thread: Thread, graceMs: number): Promise<void> {
+    const held = () => [...this.pending.values()].filter((p) => p.thread === thread);
+    for (const p of held()) Atomics.store(thread.control, abortWord(p.seq), p.seq);
+    const until = performance.now() + graceMs;
+    while (!thread.exited && held().some((p) => p.started) && performance.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    if (held().some((p) => p.started) && !thread.exited) {
+      this.options.logger.warn({ graceMs }, 'a run did not stop within the abort grace; terminating the inference thread under it');
+    }
   }
 }
