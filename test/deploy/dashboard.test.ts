@@ -105,6 +105,18 @@ describe('Grafana dashboard', () => {
     expect(new Set(ids).size).toBe(ids.length);
   });
 
+  it('fills its namespace menu from a series the API exports from its start, so a fresh deployment is not a blank dashboard', () => {
+    const variable = dashboard.templating.list.find((v) => v.name === 'namespace') as { query: { query: string }; definition: string } | undefined;
+    const source = /^label_values\((\w+), namespace\)$/.exec(variable?.query.query ?? '');
+    expect(source, variable?.query.query).not.toBeNull();
+    expect(variable!.definition).toBe(variable!.query.query);
+    const metric = source![1]!;
+    // Read without I/O at every scrape: there whatever the database and NATS are doing. The HTTP
+    // series appear only with the first request that is not a probe (test/flows/metrics.test.ts).
+    expect(metric).toBe('qrart_db_pool_connections');
+    expect(documentedMetrics().get(metric)).toBe('gauge');
+  });
+
   it('names only metrics documented in docs/metrics.md or listed as standard', () => {
     const documented = documentedMetrics();
     expect(documented.size).toBeGreaterThan(20);
