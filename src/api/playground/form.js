@@ -177,8 +177,9 @@ export function renderFields(container, moreContainer, schema, values = {}) {
   if (layout.length) container.append(el('fieldset', { class: 'group layout' }, el('legend', {}, 'Layout of the code'), ...layout.map(block)));
   if (more.length) {
     const details = el('details', { class: 'group more' }, el('summary', {}, `More options (${more.length})`), ...more.map(block));
-    // A value carried over is sent with the next create: never out of sight.
-    details.open = more.some(([name]) => carried[name] !== undefined);
+    // A value carried over is sent with the next create: never out of sight. One that is this
+    // workflow's default (a select left as it was) changes nothing, so it opens nothing.
+    details.open = more.some(([name, property]) => carried[name] !== undefined && carried[name] !== String(property.default ?? ''));
     moreContainer.append(details);
   }
 }

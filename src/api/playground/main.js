@@ -46,6 +46,17 @@ function newIdempotencyKey() {
 
 const currentKey = () => keyInput.value.trim();
 
+/**
+ * Why the key cannot be sent, or undefined. A header carries visible ASCII only, so a key pasted
+ * with a typographic dash or a non-breaking space would make fetch throw, which reads as an outage.
+ */
+function keyProblem(key) {
+  const odd = [...key].find((c) => c < '!' || c > '~');
+  if (odd === undefined) return undefined;
+  const code = odd.codePointAt(0).toString(16).toUpperCase().padStart(4, '0');
+  return `The key holds a character that no key has (U+${code}${odd.trim() ? ` "${odd}"` : ', a space'}): keys are ASCII letters, digits and punctuation. Paste it again from where you keep it.`;
+}
+
 function showKeyError(message) {
   keyError.textContent = message ?? '';
   keyError.hidden = !message;
@@ -69,9 +80,10 @@ const history = historyView({
 keyInput.value = storedKey();
 keyInput.addEventListener('change', () => {
   storeKey(currentKey());
-  showKeyError(null);
   banner.hidden = true;
-  void history.setKey(currentKey());
+  const problem = keyProblem(currentKey());
+  showKeyError(problem ?? null);
+  void history.setKey(problem ? '' : currentKey());
 });
 $('key-show').addEventListener('click', (event) => {
   const hidden = keyInput.type === 'password';
@@ -83,6 +95,9 @@ $('key-forget').addEventListener('click', () => {
   storeKey('');
   showKeyError(null);
   void history.setKey('');
+  // What the key showed goes with it: the result is not followed on, nor left on screen.
+  result.stop();
+  $('result-card').hidden = true;
 });
 
 // ---- the result ----------------------------------------------------------------------------
@@ -179,8 +194,8 @@ form.addEventListener('submit', async (event) => {
   showKeyError(null);
   submitted = true;
   const key = currentKey();
-  if (!key) {
-    showKeyError('Enter your API key first (see "Where do I get a key?").');
+  if (!key || keyProblem(key)) {
+    showKeyError(keyProblem(key) ?? 'Enter your API key first (see "Where do I get a key?").');
     keyInput.focus();
     return;
   }
@@ -240,7 +255,9 @@ async function start() {
   workflowSelect.value = schemas[remembered] ? remembered : schemas[DEFAULT_WORKFLOW] ? DEFAULT_WORKFLOW : Object.keys(schemas)[0];
   showWorkflow(workflowSelect.value, {});
   document.body.dataset.ready = 'true';
-  await history.setKey(currentKey());
+  const problem = keyProblem(currentKey());
+  if (problem) showKeyError(problem);
+  await history.setKey(problem ? '' : currentKey());
 }
 
 void start();

@@ -5,6 +5,11 @@ import { ApiError, preview, quote } from './api.js';
 import { syncFieldErrors } from './form.js';
 
 const DEBOUNCE_MS = 350;
+/** How soon a preview the service could not give (away, or a 5xx without Retry-After) is tried again. */
+const RETRY_MS = 5000;
+/** The create fields the preview fills in when blank (POST /v1/qr/preview previews a layout): it never judges them. */
+const FILLED_BY_PREVIEW = ['prompt', 'qrText'];
+const blank = (value) => value === undefined || value === null || (typeof value === 'string' && value.trim() === '');
 
 /**
  * @param {object} o
@@ -27,8 +32,16 @@ export function livePreview({ box, image, note, cost, fields, current, visibleEr
 
   const hasLayout = (workflow, schema) => !!schema.properties?.qrContent && !noLayout.has(workflow);
 
+  /** The price line is a live region: while a new price is on its way it is busy, so "…" is not announced. */
+  const costLine = cost.closest('[aria-live]') ?? cost;
+
   function showCost(credits) {
-    cost.textContent = typeof credits === 'number' && Number.isFinite(credits) ? `${credits.toFixed(2)} credits` : '–';
+    setCostText(typeof credits === 'number' && Number.isFinite(credits) ? `${credits.toFixed(2)} credits` : '–');
+  }
+
+  function setCostText(text) {
+    cost.textContent = text;
+    costLine.removeAttribute('aria-busy');
   }
 
   function setImage(url) {
@@ -140,7 +153,8 @@ export function livePreview({ box, image, note, cost, fields, current, visibleEr
         if (mine !== generation) return URL.revokeObjectURL(result.blobUrl);
         setImage(result.blobUrl);
         note.textContent = describeLayout(result.layout, body, schema);
-        syncFieldErrors(fields, new Map());
+        // A blank prompt was previewed as if filled: Create's "prompt is required" still holds.
+        syncFieldErrors(fields, new Map(), new Set(FILLED_BY_PREVIEW.filter((name) => blank(body[name]))));
         if (result.credits !== null) return showCost(result.credits);
       } else if (layout) {
         setImage(null);
@@ -160,17 +174,24 @@ export function livePreview({ box, image, note, cost, fields, current, visibleEr
         const wait = error.retryAfter ?? 5;
         // The last price shown may be for fields since changed: none rather than a wrong one.
         // Said beside the price too: v1-v3b have no preview box to say it in.
-        cost.textContent = `– (price check paused for ${wait} s)`;
+        setCostText(`– (price check paused for ${wait} s)`);
         note.textContent = `Preview paused for ${wait} s (many changes in a short time).`;
         timer = setTimeout(run, wait * 1000);
         return;
       }
       showCost(undefined);
+      // The service away or failing says nothing about the fields: said as such, and tried again.
+      if (!(error instanceof ApiError) || error.status >= 500) {
+        const wait = error instanceof ApiError && error.retryAfter ? error.retryAfter * 1000 : RETRY_MS;
+        note.textContent = `Preview unavailable (${error.message}); trying again in ${Math.round(wait / 1000)} s.`;
+        timer = setTimeout(run, wait);
+        return;
+      }
       showLiveErrors(error);
       const general = generalError(error);
       if (general) note.textContent = general;
+      else if (error.status !== 400) note.textContent = `Preview unavailable: ${error.message}`;
       else if (layout && body.qrContent) note.textContent = 'Fix the fields marked in red to update the preview.';
-      else if (!(error instanceof ApiError)) note.textContent = `Preview unavailable: ${error.message}`;
     } finally {
       if (mine === generation) box.classList.remove('loading');
     }
@@ -180,6 +201,11 @@ export function livePreview({ box, image, note, cost, fields, current, visibleEr
     /** The form changed: check again after a short pause. */
     schedule() {
       clearTimeout(timer);
+      // The price shown is for the form before this change: none until the new one is known,
+      // so that Create is never pressed beside a price it will not charge. Shorter than a price,
+      // so nothing moves: a Create button that moved under a click (its blur schedules this) would miss it.
+      cost.textContent = '…';
+      costLine.setAttribute('aria-busy', 'true');
       timer = setTimeout(run, DEBOUNCE_MS);
     },
     /** Check now (a new workflow was picked). */

@@ -78,9 +78,6 @@ export function resultView(elements) {
   function render(record) {
     // Finished: nothing more to follow, so no note about how it is followed.
     if (TERMINAL.has(record.status)) polling = false;
-    // Handed back to the queue (a worker stopped): its next run starts from step 0, so the step
-    // heard before is not where it stands.
-    if (record.status === 'queued') lastProgress = null;
     card.hidden = false;
     card.dataset.status = record.status;
     // The status line is a live region: a screen reader hears each change, and with "Done." what
@@ -219,7 +216,8 @@ function resultSummary(record) {
   const count = record.output && typeof record.output === 'object' && Array.isArray(record.output.images) ? record.output.images.length : 0;
   if (count === 0) return '';
   const images = `${count} image${count === 1 ? '' : 's'}`;
-  if (!Array.isArray(record.isScanables)) return `${images}.`;
+  // An outpainting carries no code: its isScanables is empty, not a verdict of "none scan".
+  if (!Array.isArray(record.isScanables) || record.isScanables.length !== count) return `${images}.`;
   const scanning = record.isScanables.filter((v) => v === true).length;
   return `${images}, ${scanning === count ? (count === 1 ? 'it scans' : 'all scan') : `${scanning} of ${count} scan`}.`;
 }

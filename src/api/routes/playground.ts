@@ -64,6 +64,7 @@ export async function playgroundRoutes(app: FastifyInstance): Promise<void> {
   await app.register(fastifyStatic, { root, prefix: '/playground/', index: false, redirect: false });
   app.get('/', (_request, reply) => reply.type('text/html; charset=utf-8').sendFile('index.html'));
   // The page is at /; the folder its files are in is where people look for it too.
-  for (const folder of ['/playground', '/playground/']) app.get(folder, async (_request, reply) => reply.redirect('/', 301));
+  // index.html is also the page's file, but its relative module paths only resolve from /.
+  for (const folder of ['/playground', '/playground/', '/playground/index.html']) app.get(folder, async (_request, reply) => reply.redirect('/', 301));
   app.get('/playground/vendor/eventsource-parser.js', (_request, reply) => reply.type('text/javascript; charset=utf-8').sendFile('index.js', vendor));
 }
