@@ -47,8 +47,17 @@ export async function connectQueue(servers: string, name: string, options: { pin
     }
   })();
   const js = jetstream(nc);
-  const jsm = await jetstreamManager(nc);
-  const images = await new Objm(js).create(OBJECT_BUCKET, { storage: StorageType.File });
+  let jsm: JetStreamManager;
+  let images: ObjectStore;
+  try {
+    jsm = await jetstreamManager(nc);
+    images = await new Objm(js).create(OBJECT_BUCKET, { storage: StorageType.File });
+  } catch (error) {
+    // Connected but JetStream not answering (not enabled, no meta leader yet): this connection
+    // reconnects forever, so a caller that retries would pile them up and never exit.
+    await nc.close().catch(() => undefined);
+    throw error;
+  }
   return {
     nc,
     js,

@@ -35,7 +35,7 @@ export class NatsServerMissingError extends Error {
  * which a normal user's PATH leaves out (the quick start's `apt-get install -y nats-server`
  * would otherwise be answered "not found, install nats-server").
  */
-function defaultBinary(): string {
+export function natsServerBinary(): string {
   const onPath = (process.env.PATH ?? '').split(path.delimiter).some((dir) => dir !== '' && existsSync(path.join(dir, 'nats-server')));
   return !onPath && existsSync(DEBIAN_BINARY) ? DEBIAN_BINARY : 'nats-server';
 }
@@ -77,7 +77,7 @@ export async function startLocalNats(
     lockStaleMs?: number;
   } = {},
 ): Promise<LocalNats> {
-  const binary = options.binary || process.env.NATS_SERVER_BIN || defaultBinary();
+  const binary = options.binary || process.env.NATS_SERVER_BIN || natsServerBinary();
   const pickPort = options.pickPort ?? freePort;
   await mkdir(storeDir, { recursive: true });
   // nats-server does not lock its store: two servers on one directory would both write it.

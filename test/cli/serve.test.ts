@@ -5,12 +5,12 @@
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { connect as connectTcp, createServer, type AddressInfo, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/runtime/local-nats.ts';
+import { freePort, natsServerBinary } from '../../src/runtime/local-nats.ts';
 import { killWhenTestEnds, runCliToExit } from '../helpers/processes.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/qr-art.js', import.meta.url));
@@ -50,6 +50,34 @@ describe('serve and worker while NATS cannot be reached', () => {
     expect(result.stderr).not.toMatch(/\n\s+at /);
     // It waited (NATS_STARTUP_WAIT_MS), saying so, before giving up.
     expect(result.output).toMatch(/NATS not reachable yet; waiting/);
+  }, 60_000);
+
+  it('a NATS without JetStream (not enabled, no leader yet): each attempt closes its connection, so the process exits 1 when the wait ends', async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'qrart-serve-'));
+    dirs.push(dataDir);
+    const port = await freePort();
+    const server = spawn(process.env.NATS_SERVER_BIN || natsServerBinary(), ['-a', '127.0.0.1', '-p', String(port)], { stdio: 'ignore' });
+    killWhenTestEnds(server);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const deadline = Date.now() + 10_000;
+        const knock = () => {
+          const socket = connectTcp(port, '127.0.0.1', () => (socket.destroy(), resolve()));
+          socket.on('error', () => (Date.now() > deadline ? reject(new Error('nats-server did not listen')) : setTimeout(knock, 100)));
+        };
+        knock();
+      });
+      const natsUrl = `nats://127.0.0.1:${port}`;
+      const result = await runCliToExit(['worker'], {
+        env: { ...process.env, DATA_DIR: dataDir, NATS_URL: natsUrl, NATS_STARTUP_WAIT_MS: '2500', WORKER_METRICS_PORT: 'off', LOG_LEVEL: 'warn', LOG_FORMAT: 'json' },
+        timeoutMs: 30_000,
+      });
+      // Killed at the timeout (code null) while the connections of its attempts kept it alive.
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stderr.trim().split('\n').at(-1)).toMatch(new RegExp(`^the broker is temporarily unavailable: cannot reach NATS at ${natsUrl}: .*JS\\.API\\.INFO`));
+    } finally {
+      server.kill();
+    }
   }, 60_000);
 
   it('a server that takes the connection and never answers is given up after one connect timeout (5 s), not the driver’s 20 s', async () => {
