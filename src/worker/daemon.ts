@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { JsMsg } from '@nats-io/jetstream';
 import type { Queue } from '../queue/connection.ts';
 import { JobMessage, NSFW_ERROR, type StatusEventInput } from '../messages/schemas.ts';
+import { isBrokerFailure } from '../queue/broker-errors.ts';
 import { CONSUMERS, STREAMS, subjects } from '../queue/subjects.ts';
 import type { WorkerMetrics } from './metrics.ts';
 import { progressPublisher } from './progress-publisher.ts';
@@ -124,6 +125,24 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
     msg.nak(TRANSIENT_RETRY_MS);
   }
 
+  /**
+   * Delivers a made result, again and again while NATS is away: handing the job back would make
+   * its images a second time, and on its last delivery fail a prediction whose images exist.
+   * Stops trying (throws) only when the worker stops or a fault hands the job back.
+   */
+  async function deliverOnceConnected(msg: JsMsg, log: Logger, deliver: () => Promise<void>): Promise<void> {
+    for (;;) {
+      try {
+        return await deliver();
+      } catch (error) {
+        if ((!isBrokerFailure(error) && queue.connected()) || !pulling || handedBack.has(msg)) throw error;
+        log.warn({ err: error }, 'result not delivered (NATS away); delivering it once NATS is back');
+        do await new Promise((resolve) => setTimeout(resolve, RECONNECT_POLL_MS));
+        while (!queue.connected() && pulling && !handedBack.has(msg));
+      }
+    }
+  }
+
   async function handleJob(msg: JsMsg, signal: AbortSignal): Promise<void> {
     let job: JobMessage;
     try {
@@ -170,22 +189,25 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
       } finally {
         releaseDevice();
       }
-      await announce().catch(() => ((executing = undefined), announce()));
+      const announced = (): Promise<void> => announce().catch(() => ((executing = undefined), announce()));
       if (outcome.kind === 'nsfw') {
-        await publishEvent({ predictionId: job.id, status: 'failed', at: new Date().toISOString(), startedAt, workerId, error: NSFW_ERROR, nsfw: true });
+        const at = new Date().toISOString();
+        await deliverOnceConnected(msg, log, async () => {
+          await announced();
+          await publishEvent({ predictionId: job.id, status: 'failed', at, startedAt, workerId, error: NSFW_ERROR, nsfw: true });
+        });
         finished('nsfw');
       } else {
-        // Uploads in parallel: the object store takes each image in chunks of its own.
+        // Uploads in parallel: the object store takes each image in chunks of its own. The names
+        // are drawn once, so a delivery tried again overwrites what a broken one left.
         const u0 = performance.now();
-        const names = await Promise.all(
-          outcome.images.map(async (image) => {
-            const name = `${randomBytes(16).toString('base64url')}.${image.extension}`;
-            await queue.images.putBlob({ name }, image.data);
-            return name;
-          }),
-        );
+        const names = outcome.images.map((image) => `${randomBytes(16).toString('base64url')}.${image.extension}`);
+        await deliverOnceConnected(msg, log, async () => {
+          await announced();
+          await Promise.all(outcome.images.map((image, i) => queue.images.putBlob({ name: names[i]! }, image.data)));
+        });
         metrics?.stage('upload', (performance.now() - u0) / 1000);
-        await publishEvent({
+        const executed: StatusEventInput = {
           predictionId: job.id,
           status: 'executed',
           at: new Date().toISOString(),
@@ -195,7 +217,8 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
           isScanables: outcome.images.flatMap((image) => (image.isScannable === undefined ? [] : [image.isScannable])),
           ...scanRobustnessOf(outcome.images),
           ...(outcome.caption !== undefined ? { caption: outcome.caption } : {}),
-        });
+        };
+        await deliverOnceConnected(msg, log, () => publishEvent(executed));
         finished('executed');
         metrics?.imagesDelivered(job.workflow, outcome.images.map((image) => image.isScannable));
       }

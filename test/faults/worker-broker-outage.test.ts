@@ -82,6 +82,44 @@ describe('a worker through a NATS restart', () => {
     expect(runs).toBe(2);
   }, 90_000);
 
+  it('delivers images made while NATS is away once it is back: the job is not handed back and made again', async () => {
+    await daemon?.stop();
+    const id = 'p-made-while-away';
+    let runs = 0;
+    let pulled!: () => void;
+    const firstPulled = new Promise<void>((resolve) => (pulled = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    daemon = oneAtATimeDaemon(queue, {
+      name: 'images-while-away',
+      run: async () => {
+        runs++;
+        pulled();
+        await released;
+        return { kind: 'images', images: [{ data: new Uint8Array([1, 2, 3, runs]), extension: 'png', isScannable: true, scanRobustness: 1 }] };
+      },
+    });
+    await queue.js.publish(
+      subjects.job('generate_qr_art_v4'),
+      JSON.stringify({ id, userId: 'u', workflow: 'generate_qr_art_v4', input: {}, imageCount: 1, createdAt: new Date().toISOString() }),
+    );
+    await firstPulled;
+    await nats.stop();
+    await waitFor(async () => (queue.connected() ? undefined : true));
+    // The images are made now; their upload and the executed event cannot go out.
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 6000));
+    await nats.start();
+    const executed = await waitFor(async () => {
+      const last = await queue.jsm.streams.getMessage(STREAMS.events, { last_by_subj: subjects.event(id) }).catch(() => null);
+      const event = last ? (JSON.parse(new TextDecoder().decode(last.data)) as { status: string; images?: string[] }) : undefined;
+      return event?.status === 'executed' ? event : undefined;
+    }, 30_000);
+    expect(runs).toBe(1);
+    expect(executed.images).toHaveLength(1);
+    expect([...(await queue.images.getBlob(executed.images![0]!))!]).toEqual([1, 2, 3, 1]);
+  }, 90_000);
+
   it('with no job in hand, stops within seconds while NATS is away (its pending pull is not waited for)', async () => {
     await daemon?.stop();
     daemon = oneAtATimeDaemon(queue, { name: 'never-called', run: async () => ({ kind: 'images', images: [] }) });
