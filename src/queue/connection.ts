@@ -51,7 +51,7 @@ export async function connectQueue(servers: string, name: string, options: { pin
   let images: ObjectStore;
   try {
     jsm = await jetstreamManager(nc);
-    images = await new Objm(js).create(OBJECT_BUCKET, { storage: StorageType.File });
+    images = await openImageBucket(js);
   } catch (error) {
     // Connected but JetStream not answering (not enabled, no meta leader yet): this connection
     // reconnects forever, so a caller that retries would pile them up and never exit.
@@ -70,6 +70,9 @@ export async function connectQueue(servers: string, name: string, options: { pin
     },
   };
 }
+
+/** The bucket the workers put images in, created when it is not there. */
+export const openImageBucket = (js: JetStreamClient): Promise<ObjectStore> => new Objm(js).create(OBJECT_BUCKET, { storage: StorageType.File });
 
 /**
  * connectQueue, waiting up to waitMs for a NATS server that cannot be reached yet (still starting,

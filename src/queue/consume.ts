@@ -39,7 +39,9 @@ export function runConsumer(options: {
       try {
         const source = await js.consumers.get(stream, consumer);
         if (stopped) break;
-        messages = await source.consume({ max_messages: Math.max(concurrency, 1) });
+        // A consumer gone (NATS back without its store) ends the pull at once, and this loop gets it
+        // again once it is made again (topology-keeper.ts); the driver's own recovery waits out missed heartbeats.
+        messages = await source.consume({ max_messages: Math.max(concurrency, 1), abort_on_missing_resource: true });
         // stop() may have run while the pull was being set up, with nothing to close yet.
         // Not awaited: close() settles only once the iterator runs, and it will not.
         if (stopped) {

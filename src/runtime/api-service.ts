@@ -15,6 +15,7 @@ import { connectQueueWaiting, type Queue } from '../queue/connection.ts';
 import { startOutboxRelay } from '../queue/outbox-relay.ts';
 import { createPredictionFeed } from '../queue/prediction-feed.ts';
 import { ensureTopology } from '../queue/topology.ts';
+import { keepTopologyAfterReconnects } from '../queue/topology-keeper.ts';
 import { seedFromSpec } from '../store/accounts.ts';
 import type { Database } from '../store/database.ts';
 import { openDatabaseWaiting } from '../store/open-database.ts';
@@ -67,6 +68,7 @@ export async function startApiService(options: ApiServiceOptions): Promise<ApiSe
       logger.warn({ err: error.cause ?? error }, 'NATS not reachable yet; waiting for it'),
     );
     await ensureTopology(queue.jsm, topologyOptions(config));
+    keepTopologyAfterReconnects(queue, topologyOptions(config), logger);
     webhookSecret = await resolveWebhookSecret(config.WEBHOOK_SECRET, config.DATA_DIR);
   } catch (error) {
     // Nothing serves yet: close what is open here, which would keep the process from exiting.

@@ -3,6 +3,7 @@ import { topologyOptions, warmUpSizes, type Config } from '../config.ts';
 import { parseExecutionProvider } from '../pipeline/providers.ts';
 import { connectQueueWaiting } from '../queue/connection.ts';
 import { ensureTopology } from '../queue/topology.ts';
+import { keepTopologyAfterReconnects } from '../queue/topology-keeper.ts';
 import { ControlImageRunner } from '../worker/control-image-runner.ts';
 import { startWorkerDaemon, type WorkerDaemon } from '../worker/daemon.ts';
 import { DiffusionRunner } from '../worker/diffusion-runner.ts';
@@ -32,6 +33,7 @@ export async function startWorkerService(options: { config: Config; natsUrl: str
     logger.warn({ err: error.cause ?? error }, 'NATS not reachable yet; waiting for it'),
   );
   await ensureTopology(queue.jsm, topologyOptions(config));
+  keepTopologyAfterReconnects(queue, topologyOptions(config), logger);
   // One per service, handed to every piece that records (tests run several services in a process).
   const metrics = new WorkerMetrics();
   const policy = { allowPrivate: config.ALLOW_PRIVATE_URLS };
