@@ -17,23 +17,34 @@ export const EXPIRED_ERROR = {
 
 type ExpiryDeps = ChangeFollowers & { readonly db: Database };
 
-/** How many predictions one sweep expires at most (the next sweep takes the rest). */
+/** How many predictions one query of a sweep reads. */
 const BATCH = 100;
+/**
+ * How long one sweep goes on taking batches. A backlog (a whole queue of jobs lost) is refunded
+ * within a sweep or a few, not 100 every 10 minutes; the cap keeps a sweep from overlapping the next.
+ */
+const SWEEP_BUDGET_MS = 60_000;
 
 /** Fails and refunds the predictions that have been queued or executing for `afterMs` since they last changed; returns how many. */
 export async function expireUnfinished(deps: ExpiryDeps, afterMs: number): Promise<number> {
-  const { rows } = await deps.db.query<{ id: string }>(
-    `SELECT id FROM predictions
-      WHERE status IN ('queued', 'executing') AND updated_at <= now() - make_interval(secs => $1::double precision / 1000)
-      ORDER BY updated_at LIMIT $2`,
-    [afterMs, BATCH],
-  );
+  const until = Date.now() + SWEEP_BUDGET_MS;
   let expired = 0;
-  for (const { id } of rows) {
-    // Not applied: finished meanwhile, or expired by another replica.
-    if ((await failWithRefund(deps, id, EXPIRED_ERROR)).applied) expired++;
+  for (;;) {
+    const { rows } = await deps.db.query<{ id: string }>(
+      `SELECT id FROM predictions
+        WHERE status IN ('queued', 'executing') AND updated_at <= now() - make_interval(secs => $1::double precision / 1000)
+        ORDER BY updated_at LIMIT $2`,
+      [afterMs, BATCH],
+    );
+    let applied = 0;
+    for (const { id } of rows) {
+      // Not applied: finished meanwhile, or expired by another replica.
+      if ((await failWithRefund(deps, id, EXPIRED_ERROR)).applied) applied++;
+    }
+    expired += applied;
+    // A short batch was the last; one where nothing applied is another replica's sweep at work.
+    if (rows.length < BATCH || applied === 0 || Date.now() >= until) return expired;
   }
-  return expired;
 }
 
 /** Expires unfinished predictions every `everyMs` (and once at start); failures are logged and retried next time. */

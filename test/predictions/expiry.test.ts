@@ -46,9 +46,9 @@ describe('expiring unfinished predictions', () => {
   });
 
   /** A prediction of ines, as created `ageMs` ago, with a webhook. */
-  async function prediction(ageMs: number): Promise<string> {
+  async function prediction(ageMs: number, userId = 'ines'): Promise<string> {
     const id = randomUUID();
-    await createPrediction(db, { id, userId: 'ines', workflow: 'generate_qr_art_v4s', input: { workflow: 'generate_qr_art_v4s' }, imageCount: 1, costCents: 100, webhook: 'https://example.com/hook', job: { subject: 'qrart.jobs.x', msgId: id, payload: { id } } });
+    await createPrediction(db, { id, userId, workflow: 'generate_qr_art_v4s', input: { workflow: 'generate_qr_art_v4s' }, imageCount: 1, costCents: 100, webhook: 'https://example.com/hook', job: { subject: 'qrart.jobs.x', msgId: id, payload: { id } } });
     await db.query(`UPDATE predictions SET updated_at = now() - make_interval(secs => $2::double precision / 1000) WHERE id = $1`, [id, ageMs]);
     return id;
   }
@@ -80,5 +80,15 @@ describe('expiring unfinished predictions', () => {
     expect(late.applied).toBe(false);
     expect(await statusOf(stale)).toEqual({ status: 'failed', refunded: true });
     expect(await balanceOf(db, 'ines')).toBe(before + 200);
+  });
+
+  it('refunds a backlog larger than one batch in one sweep, not 100 every 10 minutes', async () => {
+    await ensureUser(db, 'otto');
+    await grantCredits(db, 'otto', 230 * 100);
+    const ids: string[] = [];
+    for (let i = 0; i < 230; i++) ids.push(await prediction(26 * HOUR, 'otto'));
+    expect(await expireUnfinished(deps(), 24 * HOUR)).toBe(230);
+    const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM predictions WHERE user_id = 'otto' AND status = 'failed' AND refunded`);
+    expect(Number(rows[0]!.n)).toBe(230);
   });
 });
