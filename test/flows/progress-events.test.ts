@@ -12,6 +12,7 @@ import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
 const KEY = 'key-sse-0123456789abcdef0123456789abcdef';
 const OTHER = 'key-sse-other-0123456789abcdef012345678';
 const REVOKED = 'key-sse-revoked-0123456789abcdef0123456';
+const REVOKED_BUSY = 'key-sse-revoked-busy-0123456789abcdef01';
 const CAPPED = 'key-sse-capped-0123456789abcdef01234567';
 
 interface Streamed {
@@ -138,7 +139,7 @@ describe('server-sent events with the worker played by the test', () => {
   let worker: Queue;
   beforeAll(async () => {
     stack = await startTestStack({
-      env: { API_KEYS: `sse:${KEY}:100,revokee:${REVOKED}:100,capped:${CAPPED}:100`, API_KEY_CACHE_TTL_MS: '500', EVENT_STREAMS_PER_KEY: '2' },
+      env: { API_KEYS: `sse:${KEY}:100,revokee:${REVOKED}:100,busy:${REVOKED_BUSY}:100,capped:${CAPPED}:100`, API_KEY_CACHE_TTL_MS: '500', EVENT_STREAMS_PER_KEY: '2' },
     });
     worker = await connectQueue(stack.nats.url, 'sse-test-worker');
   });
@@ -185,6 +186,28 @@ describe('server-sent events with the worker played by the test', () => {
     expect(records(streamed!.events).map((record) => record.status)).toEqual(['queued']);
     expect(await watchersOf(id)).toEqual([]);
     expect((await stream(stack, id, REVOKED)).status).toBe(401);
+  }, 30_000);
+
+  it('a stream whose steps keep coming still checks its key: it ends once the key is revoked', async () => {
+    const created = await stack.call('POST', '/v1/predictions/queue', { key: REVOKED_BUSY, body: { workflow: 'generate_qr_art_v4s', qrText: 'a mill', qrContent: 'https://example.com/mill' } });
+    const id = created.body.data.id as string;
+    const watching = stream(stack, id, REVOKED_BUSY);
+    await publishEvent(worker.js, { predictionId: id, status: 'executing', at: new Date().toISOString(), workerId: 'w' });
+    // A step every 250 ms, as a worker sends them through a long job.
+    let step = 0;
+    const stepper = setInterval(() => worker.nc.publish(subjects.progress(id), JSON.stringify({ predictionId: id, step: ++step, total: 1000 })), 250);
+    try {
+      await sleep(1000);
+      const [busy] = (await listAccounts(stack.api.db)).filter((account) => account.userId === 'busy');
+      for (const key of busy!.keys) await revokeApiKey(stack.api.db, key.keyId);
+      const t0 = Date.now();
+      const streamed = await Promise.race([watching, sleep(20_000).then(() => null)]);
+      expect(streamed, 'the stream was still open 20 s after the revocation').not.toBeNull();
+      expect(Date.now() - t0).toBeLessThan(8_000);
+      expect(streamed!.ended).toBe(true);
+    } finally {
+      clearInterval(stepper);
+    }
   }, 30_000);
 
   it('a client that leaves while the first record is read leaves nothing watching', async () => {

@@ -147,8 +147,11 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
         if (step && !isFinal(last)) send('progress', step);
         step = undefined;
       };
+      /** When the record and the key were last read. */
+      let readAt = Date.now();
       /** Reads the record; sends it when its status moved. Ends the stream once its key is revoked. */
       const refresh = async (): Promise<void> => {
+        readAt = Date.now();
         if (!(await keys.stillValid(request))) {
           request.log.info({ predictionId: id }, 'event stream ended: its API key was revoked');
           return end();
@@ -179,8 +182,9 @@ export async function predictionEventRoutes(app: FastifyInstance, options: Predi
           }
           waitedRank = Math.max(waitedRank, heardRank);
           sendStep();
-          // Nothing heard for a while: read anyway (a message lost while NATS reconnected).
-          if (!heard) await refresh();
+          // Nothing heard for a while: read anyway (a message lost while NATS reconnected). Steps
+          // that keep coming do not put it off: the key is checked and the record read every refreshMs.
+          if (!heard || Date.now() - readAt >= refreshMs) await refresh();
         }
       } catch (error) {
         // The database went away mid-stream: the client reconnects or polls, as after any drop.
