@@ -5,6 +5,7 @@
 import { DependencyUnavailableError, waitWhileUnavailable } from '../util/unavailable.ts';
 import { DEFAULT_POSTGRES_LIMITS, type Database, type PostgresLimits } from './database.ts';
 import { migrate } from './migrations.ts';
+import { refuseUnsupportedServer } from './server-version.ts';
 
 export interface DatabaseOptions {
   /** postgres://… — when absent the embedded PGlite database in dataDir is used. */
@@ -19,6 +20,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     ? await (await import('./postgres.ts')).openPostgres(options.databaseUrl, options.limits ?? DEFAULT_POSTGRES_LIMITS)
     : await (await import('./pglite.ts')).openPglite(options.pgliteDir);
   try {
+    await refuseUnsupportedServer(db);
     await migrate(db);
   } catch (error) {
     await db.close().catch(() => undefined);
