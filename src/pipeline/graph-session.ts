@@ -37,6 +37,21 @@ export function setRunObserver(observer: RunObserver | undefined): void {
   runObserver = observer;
 }
 
+/**
+ * Told when a session.run enters ONNX Runtime and when it comes back (the inference thread keeps
+ * it in a shared word): a thread terminated while a run is inside takes the process down, so the
+ * worker terminates one only between runs.
+ */
+export interface NativeRunMarker {
+  enter(): void;
+  exit(): void;
+}
+let nativeRunMarker: NativeRunMarker | undefined;
+/** Installs (or removes) the marker every session.run is bracketed with. */
+export function setNativeRunMarker(marker: NativeRunMarker | undefined): void {
+  nativeRunMarker = marker;
+}
+
 export class GraphSession {
   private readonly inputsByRole = new Map<string, IoInfo>();
   private readonly outputsByRole = new Map<string, IoInfo>();
@@ -135,9 +150,11 @@ export class GraphSession {
     const names = roles.map((r) => this.output(r).name);
     const run = async () => {
       const t0 = performance.now();
+      nativeRunMarker?.enter();
       try {
         return await this.session.run(byName, names);
       } finally {
+        nativeRunMarker?.exit();
         runObserver?.(this, performance.now() - t0);
       }
     };

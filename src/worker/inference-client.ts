@@ -10,8 +10,9 @@
  * - Abort: the caller's promise rejects at once; the thread stops that request at its next step
  *   boundary, or skips it if it has not started (it reads a shared abort word per request, no
  *   event loop needed). A thread still busy with it after abortGraceMs is terminated and
- *   restarted; one that does not even end then (stuck in native code: a hung device call) is
- *   fatal: onFatal, and the process should exit so its orchestrator replaces it.
+ *   restarted, but only between session runs (endOverdueRun); a session run that does not
+ *   return, or a thread that does not even end when terminated (stuck in native code: a hung
+ *   device call), is fatal: onFatal, and the process should exit so its orchestrator replaces it.
  * - Crash: when the thread dies, the request it was running rejects with InferenceCrashError,
  *   requests it had not started are sent again to the fresh thread, which is started at once.
  *   A thread that cannot be started again (the device is gone) is fatal.
@@ -48,6 +49,7 @@ import {
 } from './inference-protocol.ts';
 import { inferenceThreadEntry, relayThreadLog } from './inference-thread-launch.ts';
 import { threadStageSeconds } from './job-stages.ts';
+import { insideOnnxRuntime, watchOverdueRun } from './overdue-run.ts';
 import type { WorkerMetrics } from './metrics.ts';
 
 /** The package's own manifest (the demo models): src/worker or dist/worker → models/. */
@@ -242,12 +244,26 @@ export class InferenceClient {
     }
     Atomics.store(thread.control, abortWord(p.seq), p.seq);
     const grace = this.options.abortGraceMs ?? 15_000;
-    setTimeout(() => {
-      // Only the request the thread is running can hold it; an unstarted one is skipped when its turn comes.
-      if (!p.started || !this.pending.has(p.seq) || this.thread !== thread || thread.exited) return;
-      this.options.logger.warn({ seq: p.seq, graceMs: grace }, 'inference thread did not stop after an abort; terminating it');
+    setTimeout(() => void this.endOverdueRun(p, thread, grace), grace).unref();
+  }
+
+  /**
+   * A request still running `graceMs` after its abort (overdue-run.ts): between session runs the
+   * thread is terminated and restarted; a session run inside ONNX Runtime is waited for, and one
+   * that does not return within exitGraceMs is a hung device call: fatal.
+   */
+  private async endOverdueRun(p: Pending, thread: Thread, graceMs: number): Promise<void> {
+    const waitMs = this.options.exitGraceMs ?? 10_000;
+    const running = (): boolean => p.started && this.pending.has(p.seq) && this.thread === thread && !thread.exited;
+    const verdict = await watchOverdueRun(thread.control, running, waitMs, () =>
+      this.options.logger.warn({ seq: p.seq, graceMs }, 'an aborted request is still running inside ONNX Runtime; waiting for it to stop'),
+    );
+    if (verdict === 'hung') {
+      this.fail(new InferenceCrashError(`a session run did not return from ONNX Runtime within ${waitMs} ms, after its request was aborted (a hung device call?)`));
+    } else if (verdict === 'between-runs') {
+      this.options.logger.warn({ seq: p.seq, graceMs }, 'inference thread did not stop after an abort; terminating it');
       this.terminate(thread);
-    }, grace).unref();
+    }
   }
 
   /** Terminates a thread; one that does not end within exitGraceMs is stuck in native code: fatal. */
@@ -449,7 +465,7 @@ export class InferenceClient {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     if (held().some((p) => p.started) && !thread.exited) {
-      this.options.logger.warn({ graceMs }, 'a run did not stop within the abort grace; terminating the inference thread under it');
+      this.options.logger.warn({ graceMs, insideOnnxRuntime: insideOnnxRuntime(thread.control) }, 'a run did not stop within the abort grace; terminating the inference thread under it');
     }
   }
 }

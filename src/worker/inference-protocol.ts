@@ -75,7 +75,11 @@ export const CRASH_WORD = 0;
 export const ABORT_RING = 16;
 /** Index of the word that, when it holds `seq`, tells the thread to stop request `seq`. */
 export const abortWord = (seq: number): number => 1 + (seq % ABORT_RING);
-export const CONTROL_WORDS = 1 + ABORT_RING;
+/** [IN_ONNX_RUNTIME_WORD] > 0: the thread is inside a session.run (terminating it there aborts the process). */
+export const IN_ONNX_RUNTIME_WORD = 1 + ABORT_RING;
+/** [ONNX_RUNS_WORD]: session.runs the thread has entered (wrapping): a run that changes is not one stuck. */
+export const ONNX_RUNS_WORD = 2 + ABORT_RING;
+export const CONTROL_WORDS = 3 + ABORT_RING;
 /** Exit code of a thread told to die by the fault drill. */
 export const DRILL_EXIT_CODE = 70;
 

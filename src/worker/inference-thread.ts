@@ -15,7 +15,7 @@ import { pino, type Logger } from 'pino';
 import type { RawImage } from '../image/raw.ts';
 import { StageClock } from '../pipeline/diffusion-parts.ts';
 import { enhanceFaces, facePassBlocker, faceSteps, findFaceSquares } from '../pipeline/face-pass.ts';
-import { setRunObserver } from '../pipeline/graph-session.ts';
+import { setNativeRunMarker, setRunObserver } from '../pipeline/graph-session.ts';
 import { loadManifest } from '../pipeline/manifest.ts';
 import { detectNsfw } from '../pipeline/nsfw.ts';
 import { installFaults, parseFaultSpec } from '../pipeline/fault-injection.ts';
@@ -29,6 +29,8 @@ import {
   abortWord,
   CRASH_WORD,
   DRILL_EXIT_CODE,
+  IN_ONNX_RUNTIME_WORD,
+  ONNX_RUNS_WORD,
   fromWire,
   THREAD_ROLE,
   toWire,
@@ -189,6 +191,11 @@ async function main(port: MessagePort, data: ThreadData): Promise<void> {
   // Log lines travel to the main thread, which writes them through its own logger.
   const logger: Logger = pino({ level: data.logLevel, base: undefined }, { write: (line: string) => post({ type: 'log', line }) });
   const link: Link = { post, control: new Int32Array(data.control), logger, runs: new RunLog() };
+  // Warm-up's runs too: the client terminates this thread only while no run is inside ONNX Runtime.
+  setNativeRunMarker({
+    enter: () => (Atomics.add(link.control, ONNX_RUNS_WORD, 1), void Atomics.add(link.control, IN_ONNX_RUNTIME_WORD, 1)),
+    exit: () => void Atomics.sub(link.control, IN_ONNX_RUNTIME_WORD, 1),
+  });
   let sessions: PipelineSessions;
   const started = performance.now();
   try {
