@@ -1,5 +1,12 @@
 import type { Logger } from 'pino';
 import type { ConsumerMessages, JetStreamClient, JsMsg } from '@nats-io/jetstream';
+import { DependencyUnavailableError } from '../util/unavailable.ts';
+
+/**
+ * While the database (or NATS) is out, every pending message fails and is redelivered about once
+ * a second: said once, then at most this often with how many failed since, not once per message.
+ */
+export const OUTAGE_LOG_EVERY_MS = 30_000;
 
 export interface RunningConsumer {
   /** Stops pulling, waits for the messages in hand to be handled. */
@@ -25,12 +32,25 @@ export function runConsumer(options: {
   let messages: ConsumerMessages | null = null;
   let stopped = false;
 
+  let outage: { loggedAt: number; failedSince: number } | undefined;
   const handleSafely = async (msg: JsMsg): Promise<void> => {
     try {
       await handle(msg);
+      if (outage) logger.info({ stream, consumer, failedSince: outage.failedSince }, 'messages are handled again');
+      outage = undefined;
     } catch (error) {
-      logger.error({ err: error, stream, consumer, subject: msg.subject }, 'message handler failed; redelivering');
       msg.nak(1000);
+      if (!(error instanceof DependencyUnavailableError)) {
+        logger.error({ err: error, stream, consumer, subject: msg.subject }, 'message handler failed; redelivering');
+        return;
+      }
+      const now = Date.now();
+      outage ??= { loggedAt: Number.NEGATIVE_INFINITY, failedSince: 0 };
+      outage.failedSince++;
+      if (now - outage.loggedAt < OUTAGE_LOG_EVERY_MS) return;
+      logger.warn({ err: error, stream, consumer, failedSince: outage.failedSince }, `the ${error.dependency} is unavailable: messages are redelivered until it is back`);
+      outage.loggedAt = now;
+      outage.failedSince = 0;
     }
   };
 
