@@ -309,7 +309,7 @@ function qrV5Schema(entry: QrV5Entry, options: SchemaOptions): Built {
       workflow: z.literal(entry.name),
       prompt: requiredText('The prompt to generate.'),
       qrContent: qrContent(),
-      negativePrompt: optionalText('What should not appear.'),
+      negativePrompt: optionalText(`What should not appear. Used only with cfg above 1 (classifier-free guidance${p.cfg.default <= 1 ? `; this tier's default cfg is ${p.cfg.default}, where it changes nothing` : ''}).`),
       seed: seed(),
       steps: numberWithDefault(p.steps, `Sampling steps; more may be more artistic but less scannable.${samplingNote(entry, 'steps')}`),
       qrStrength: numberWithDefault(p.qrStrength, 'Strength of the QR code in the image.'),
