@@ -69,9 +69,10 @@ export function toByteLevel(text: string): string {
 // ---------------------------------------------------------------------------------------------
 // Normalization and pre-tokenization
 
-// Python's str.isspace set: CLIP collapses whitespace with Python's re, whose \s is wider than
-// JavaScript's in \x1c-\x1f and \x85 and narrower in \ufeff.
-const WS_CLASS = '\\t\\n\\v\\f\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
+// Unicode's White_Space set: CLIP collapses whitespace with the `regex` module (OpenAI's
+// simple_tokenizer and HF's tokenization_clip import it as re), whose \s is wider than
+// JavaScript's in \x85 and narrower in \ufeff. Python's built-in re would also take \x1c-\x1f.
+const WS_CLASS = '\\t\\n\\v\\f\\r\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
 const WS_RUN = new RegExp(`[${WS_CLASS}]+`, 'g');
 
 const NAMED_ENTITIES: Record<string, string> = {

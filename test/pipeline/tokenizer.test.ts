@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDemoTokenizer, DEMO_CORPUS, learnMerges } from '../../scripts/demo-models/vocab.ts';
-import { bpe, byteAlphabet, bytesToUnicode, mergeRanks, normalizeText, toByteLevel } from '../../src/pipeline/clip-bpe.ts';
+import { bpe, byteAlphabet, bytesToUnicode, mergeRanks, normalizeText, preTokenize, toByteLevel } from '../../src/pipeline/clip-bpe.ts';
 import { parseMergesTxt } from '../../src/pipeline/tokenizer-files.ts';
 import { ClipTokenizer } from '../../src/pipeline/tokenizer.ts';
 
@@ -133,6 +133,9 @@ describe('normalization', () => {
   it('collapses whitespace, trims and lowercases', () => {
     expect(normalizeText('  A\tPHOTO\n\nof   a  CAT  ')).toBe('a photo of a cat');
     expect(normalizeText('a\u00a0b\u3000c\u2028d')).toBe('a b c d');
+    // The `regex` module's \s (Unicode White_Space): U+0085 is a space, the separators U+001C-U+001F are not.
+    expect(normalizeText('x\u0085y\u001cz')).toBe('x y\u001cz');
+    expect(preTokenize(normalizeText('x\u0085y\u001cz'))).toEqual(['x', 'y', '\u001c', 'z']);
   });
 
   it('unescapes html entities twice, as CLIP does', () => {
