@@ -49,7 +49,7 @@ import {
 } from './inference-protocol.ts';
 import { inferenceThreadEntry, relayThreadLog } from './inference-thread-launch.ts';
 import { threadStageSeconds } from './job-stages.ts';
-import { insideOnnxRuntime, watchOverdueRun } from './overdue-run.ts';
+import { stopSessionRuns, watchOverdueRun } from './overdue-run.ts';
 import type { WorkerMetrics } from './metrics.ts';
 
 /** The package's own manifest (the demo models): src/worker or dist/worker → models/. */
@@ -269,12 +269,15 @@ export class InferenceClient {
   /** Terminates a thread; one that does not end within exitGraceMs is stuck in native code: fatal. */
   private terminate(thread: Thread): void {
     const grace = this.options.exitGraceMs ?? 10_000;
-    thread.terminating = setTimeout(() => {
+    void stopSessionRuns(thread.control, () => thread.exited, grace).then(() => {
       if (thread.exited) return;
-      this.fail(new InferenceCrashError(`the inference thread did not end within ${grace} ms of being terminated (stuck in a native call: a hung device?)`));
-    }, grace);
-    thread.terminating.unref();
-    void thread.worker.terminate();
+      thread.terminating = setTimeout(() => {
+        if (thread.exited) return;
+        this.fail(new InferenceCrashError(`the inference thread did not end within ${grace} ms of being terminated (stuck in a native call: a hung device?)`));
+      }, grace);
+      thread.terminating.unref();
+      void thread.worker.terminate();
+    });
   }
 
   private fail(error: Error): void {
@@ -363,7 +366,7 @@ export class InferenceClient {
     const overdue = setTimeout(() => {
       const fresh = this.thread;
       this.fail(new InferenceCrashError(`the inference thread was not ready again within ${limit} ms of its restart (a device that hangs in session creation or warm-up?)`));
-      if (fresh && !fresh.exited) void fresh.worker.terminate();
+      if (fresh && !fresh.exited) void stopSessionRuns(fresh.control, () => fresh.exited, this.options.exitGraceMs ?? 10_000).then(() => fresh.worker.terminate());
     }, limit);
     overdue.unref();
     this.ensureThread().then(
@@ -449,7 +452,12 @@ export class InferenceClient {
     const thread = this.thread ?? (await this.starting?.catch(() => undefined));
     this.thread = undefined;
     if (thread && !thread.exited) {
-      await this.runsEnded(thread, this.options.abortGraceMs ?? 15_000);
+      const graceMs = this.options.abortGraceMs ?? 15_000;
+      await this.runsEnded(thread, graceMs);
+      // A warm-up's runs too (a thread restarting when the worker stops): none may be in flight.
+      if (!(await stopSessionRuns(thread.control, () => thread.exited, graceMs))) {
+        this.options.logger.warn({ graceMs }, 'a session run did not return within the abort grace; terminating the inference thread under it');
+      }
       await thread.worker.terminate();
     }
     for (const p of this.pending.values()) p.reject(new Error('the inference client was closed'));
@@ -463,9 +471,6 @@ export class InferenceClient {
     const until = performance.now() + graceMs;
     while (!thread.exited && held().some((p) => p.started) && performance.now() < until) {
       await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    if (held().some((p) => p.started) && !thread.exited) {
-      this.options.logger.warn({ graceMs, insideOnnxRuntime: insideOnnxRuntime(thread.control) }, 'a run did not stop within the abort grace; terminating the inference thread under it');
     }
   }
 }

@@ -79,7 +79,9 @@ export const abortWord = (seq: number): number => 1 + (seq % ABORT_RING);
 export const IN_ONNX_RUNTIME_WORD = 1 + ABORT_RING;
 /** [ONNX_RUNS_WORD]: session.runs the thread has entered (wrapping): a run that changes is not one stuck. */
 export const ONNX_RUNS_WORD = 2 + ABORT_RING;
-export const CONTROL_WORDS = 3 + ABORT_RING;
+/** [STOP_RUNS_WORD] = 1: the thread starts no more session runs (it is about to be terminated). */
+export const STOP_RUNS_WORD = 3 + ABORT_RING;
+export const CONTROL_WORDS = 4 + ABORT_RING;
 /** Exit code of a thread told to die by the fault drill. */
 export const DRILL_EXIT_CODE = 70;
 

@@ -31,6 +31,7 @@ import {
   DRILL_EXIT_CODE,
   IN_ONNX_RUNTIME_WORD,
   ONNX_RUNS_WORD,
+  STOP_RUNS_WORD,
   fromWire,
   THREAD_ROLE,
   toWire,
@@ -192,8 +193,17 @@ async function main(port: MessagePort, data: ThreadData): Promise<void> {
   const logger: Logger = pino({ level: data.logLevel, base: undefined }, { write: (line: string) => post({ type: 'log', line }) });
   const link: Link = { post, control: new Int32Array(data.control), logger, runs: new RunLog() };
   // Warm-up's runs too: the client terminates this thread only while no run is inside ONNX Runtime.
+  // In first, then the stop word: the client sets the stop word and then waits for "in" to be 0,
+  // so either it sees this run or this run sees the stop (sequentially consistent Atomics).
   setNativeRunMarker({
-    enter: () => (Atomics.add(link.control, ONNX_RUNS_WORD, 1), void Atomics.add(link.control, IN_ONNX_RUNTIME_WORD, 1)),
+    enter: () => {
+      Atomics.add(link.control, IN_ONNX_RUNTIME_WORD, 1);
+      if (Atomics.load(link.control, STOP_RUNS_WORD) === 1) {
+        Atomics.sub(link.control, IN_ONNX_RUNTIME_WORD, 1);
+        throw new Error('the inference thread is being stopped');
+      }
+      Atomics.add(link.control, ONNX_RUNS_WORD, 1);
+    },
     exit: () => void Atomics.sub(link.control, IN_ONNX_RUNTIME_WORD, 1),
   });
   let sessions: PipelineSessions;

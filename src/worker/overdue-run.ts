@@ -5,7 +5,7 @@
  * for `hungAfterMs` (a hung device call). A thread is never terminated while a run is inside ONNX
  * Runtime: onnxruntime-node then throws a Napi::Error in the dying thread, aborting the process.
  */
-import { IN_ONNX_RUNTIME_WORD, ONNX_RUNS_WORD } from './inference-protocol.ts';
+import { IN_ONNX_RUNTIME_WORD, ONNX_RUNS_WORD, STOP_RUNS_WORD } from './inference-protocol.ts';
 
 export type OverdueVerdict = 'stopped' | 'between-runs' | 'hung';
 
@@ -36,4 +36,19 @@ export async function watchOverdueRun(control: Int32Array, running: () => boolea
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
   return 'stopped';
+}
+
+/**
+ * Before a thread is terminated: it starts no more session runs, and the one in flight (a job's,
+ * a warm-up's) is waited for, at most `graceMs`. False when one is still inside ONNX Runtime
+ * then (hung: terminating cannot make it worse, since a run that never returns never calls back).
+ */
+export async function stopSessionRuns(control: Int32Array, exited: () => boolean, graceMs: number): Promise<boolean> {
+  Atomics.store(control, STOP_RUNS_WORD, 1);
+  const until = performance.now() + graceMs;
+  while (!exited() && insideOnnxRuntime(control)) {
+    if (performance.now() >= until) return false;
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS / 5));
+  }
+  return true;
 }

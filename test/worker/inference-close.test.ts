@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-function runScript(mode: 'close' | 'overdue'): Promise<{ code: number | null; signal: string | null; stdout: string }> {
+function runScript(mode: 'close' | 'overdue' | 'warm-up'): Promise<{ code: number | null; signal: string | null; stdout: string }> {
   const script = join(import.meta.dirname, 'close-mid-run.script.ts');
   return new Promise((resolve) => {
     const child = execFile(process.execPath, ['--import', 'tsx', script, mode], { timeout: 90_000 }, (_error, stdout) => resolve({ code: child.exitCode, signal: child.signalCode, stdout }));
@@ -29,6 +29,13 @@ describe('an aborted run still inside ONNX Runtime', () => {
     expect({ code, signal }).toEqual({ code: 0, signal: null });
     expect(stdout).toContain('run: past its deadline');
     expect(stdout).toContain('next run: 2 images, thread ready');
+    expect(stdout.trim().endsWith('done')).toBe(true);
+  }, 120_000);
+
+  it('closing the client while a restarted thread warms up waits for the warm-up\'s run: the process exits 0', async () => {
+    const { code, signal, stdout } = await runScript('warm-up');
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    expect(stdout).toContain('run: InferenceCrashError');
     expect(stdout.trim().endsWith('done')).toBe(true);
   }, 120_000);
 });
