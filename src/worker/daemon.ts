@@ -72,6 +72,8 @@ export interface WorkerDaemon {
 const TRANSIENT_RETRY_MS = 5000;
 /** How often a job waiting to be handed back looks whether NATS is back. */
 const RECONNECT_POLL_MS = 250;
+/** Deliveries tried while connected before a made result's job is handed back (0.5 + 1 + 2 + 4 s apart). */
+const DELIVERY_TRIES_CONNECTED = 5;
 /** How long one pull waits for a job. */
 const PULL_EXPIRES_MS = 2000;
 /** How often a worker whose device cannot start a job looks again. */
@@ -126,19 +128,25 @@ export function startWorkerDaemon(options: WorkerDaemonOptions): WorkerDaemon {
   }
 
   /**
-   * Delivers a made result, again and again while NATS is away: handing the job back would make
-   * its images a second time, and on its last delivery fail a prediction whose images exist.
-   * Stops trying (throws) only when the worker stops or a fault hands the job back.
+   * Delivers a made result, again while NATS is away: handing the job back would make its images
+   * a second time, and on its last delivery fail a prediction whose images exist. Connected, a
+   * broker failure (JetStream answering 503: a store full, a leader moving) is tried a few more
+   * times and then thrown, so the job is handed back, bounded by MaxDeliver, rather than held.
+   * Also thrown when the worker stops or a fault hands the job back.
    */
   async function deliverOnceConnected(msg: JsMsg, log: Logger, deliver: () => Promise<void>): Promise<void> {
+    let connectedFailures = 0;
     for (;;) {
       try {
         return await deliver();
       } catch (error) {
-        if ((!isBrokerFailure(error) && queue.connected()) || !pulling || handedBack.has(msg)) throw error;
-        log.warn({ err: error }, 'result not delivered (NATS away); delivering it once NATS is back');
-        do await new Promise((resolve) => setTimeout(resolve, RECONNECT_POLL_MS));
-        while (!queue.connected() && pulling && !handedBack.has(msg));
+        const away = !queue.connected();
+        if (!away) connectedFailures++;
+        if (!isBrokerFailure(error) && !away) throw error;
+        if (connectedFailures >= DELIVERY_TRIES_CONNECTED || !pulling || handedBack.has(msg)) throw error;
+        if (away) log.warn({ err: error }, 'result not delivered (NATS away); delivering it once NATS is back');
+        await new Promise((resolve) => setTimeout(resolve, RECONNECT_POLL_MS * 2 ** connectedFailures));
+        while (!queue.connected() && pulling && !handedBack.has(msg)) await new Promise((resolve) => setTimeout(resolve, RECONNECT_POLL_MS));
       }
     }
   }
