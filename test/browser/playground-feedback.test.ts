@@ -110,6 +110,31 @@ describe.skipIf(!!noBrowserReason)('playground feedback in a browser', () => {
     await close(page);
   });
 
+  it('while the service is away the preview tries again on one timer, however the typing and the failures interleave', async () => {
+    const page = await open(KEY);
+    await page.fill('[name=prompt]', 'a harbour at dawn');
+    await page.fill('[name=qrContent]', 'https://example.com/h');
+    await waitFor(async () => ((await page.textContent('#cost-value'))?.endsWith('credits') ? true : undefined));
+    // Each preview fails 300 ms after it is sent, while the next key comes 450 ms after the last:
+    // a failure lands inside the next edit's pause.
+    const sent: number[] = [];
+    await page.route('**/v1/qr/preview', async (route) => {
+      sent.push(Date.now());
+      await pause(300);
+      await route.abort('connectionrefused');
+    });
+    for (const key of 'arbor') {
+      await page.locator('[name=qrContent]').press('End');
+      await page.keyboard.type(key);
+      await pause(450);
+    }
+    const typed = Date.now();
+    await pause(11_000);
+    // One chain: a try about every 5 s (two in 11 s); two chains would send pairs.
+    expect(sent.filter((at) => at > typed).length).toBeLessThanOrEqual(3);
+    await close(page);
+  }, 40_000);
+
   it('a key holding a character no key has is named beside the key field, and nothing is sent with it', async () => {
     const page = await open(KEY.replace('-', '\u2013'));
     expect(await page.textContent('#error-x-api-key')).toContain('U+2013');

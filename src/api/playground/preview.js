@@ -176,6 +176,7 @@ export function livePreview({ box, image, note, cost, fields, current, visibleEr
         // Said beside the price too: v1-v3b have no preview box to say it in.
         setCostText(`– (price check paused for ${wait} s)`);
         note.textContent = `Preview paused for ${wait} s (many changes in a short time).`;
+        clearTimeout(timer);
         timer = setTimeout(run, wait * 1000);
         return;
       }
@@ -184,6 +185,8 @@ export function livePreview({ box, image, note, cost, fields, current, visibleEr
       if (!(error instanceof ApiError) || error.status >= 500) {
         const wait = error instanceof ApiError && error.retryAfter ? error.retryAfter * 1000 : RETRY_MS;
         note.textContent = `Preview unavailable (${error.message}); trying again in ${Math.round(wait / 1000)} s.`;
+        // One retry at a time: a newer edit's pause may be pending, and would start a second chain.
+        clearTimeout(timer);
         timer = setTimeout(run, wait);
         return;
       }
