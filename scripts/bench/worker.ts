@@ -13,9 +13,13 @@
  *     bench re-executes itself with it); --separate runs the ControlNet + UNet pair instead of
  *     the fused denoiser;
  *   - job latency (the device starting it to its images being ready), images per minute
- *     (first job started to last `executed` event), model time (session.run) per step and stage;
+ *     (first job started to last `executed` event), session.run time per step and stage;
  *   - overhead ratio = wall time of the run / total session.run time (with --heavy: a UNet with
- *     real-sized convolutions, so model time dominates as on a GPU);
+ *     real-sized convolutions, so the model dominates as on a GPU). session.run time is ONNX
+ *     Runtime's work plus handing its outputs to JavaScript: a small share for the fused denoiser
+ *     (its output is one latent), most of the ControlNet's with --separate (its 13 residuals: a
+ *     reviewer's ORT profile gave 71-74% outside model_run), where the ratio is no model-time
+ *     ratio and hides the hand-off the fused graph removes. Boundary traffic measures that;
  *   - inference thread idle share: wall time from the first job's start to the last job's end
  *     during which the thread had no request in progress, though jobs were queued;
  *   - RSS at the end.
