@@ -14,8 +14,14 @@ const BENCHES: Record<string, string> = {
 
 const [name] = process.argv.slice(2);
 if (!name || !(name in BENCHES)) {
-  console.error(`usage: npm run bench -- <${Object.keys(BENCHES).join('|')}> [options]`);
-  process.exit(1);
+  const usage = `usage: npm run bench -- <${Object.keys(BENCHES).join('|')}> [options]; npm run bench -- <name> --help says what one measures`;
+  // Asked for help: the answer, exit 0. No name or an unknown one: a wrong call, exit 2 as every bench's.
+  if (name === '--help' || name === '-h') {
+    console.log(usage);
+    process.exit(0);
+  }
+  console.error(name ? `unknown bench '${name}'; ${usage}` : usage);
+  process.exit(2);
 }
 process.argv.splice(2, 1);
 if (process.argv.includes('--help') || process.argv.includes('-h')) {

@@ -9,12 +9,16 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { startApiService } from '../../src/runtime/api-service.ts';
 import { freePort } from '../../src/runtime/local-nats.ts';
 import { natsOnFixedPort } from '../../test/helpers/nats.ts';
 import { startPgServer } from '../../test/helpers/pg-server.ts';
 import { testConfig } from '../../test/helpers/service.ts';
+
+// It takes no options: a flag given is a wrong call (exit 2), not ignored while the whole bench runs.
+parseArgs({ options: {}, strict: true });
 
 const KEY = 'key-bench-outages-0123456789abcdef0123';
 const storeDir = await mkdtemp(path.join(tmpdir(), 'qrart-bench-nats-'));

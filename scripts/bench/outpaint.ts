@@ -28,7 +28,7 @@ import { loadManifest } from '../../src/pipeline/manifest.ts';
 import { outpaint, outpaintPlan, type OutpaintRequest, type OutpaintResult } from '../../src/pipeline/outpaint.ts';
 import { createSessions } from '../../src/pipeline/sessions.ts';
 import type { OutpaintingType } from '../../src/workflows/catalogue.ts';
-import { BenchUsageError } from './usage-error.ts';
+import { wholeNumber } from './usage-error.ts';
 
 const { values } = parseArgs({
   options: {
@@ -41,10 +41,10 @@ const { values } = parseArgs({
   },
   allowPositionals: true,
 });
-const runs = Number(values.runs);
-const threads = Number(values.threads);
-const steps = values.steps === undefined ? undefined : Number(values.steps);
-if (!(runs >= 1 && threads >= 1 && (steps === undefined || steps >= 1))) throw new BenchUsageError('need --runs >= 1, --threads >= 1, --steps >= 1');
+const runs = wholeNumber('runs', values.runs, 1);
+const threads = wholeNumber('threads', values.threads, 1);
+const steps = values.steps === undefined ? undefined : wholeNumber('steps', values.steps, 1);
+const convs = wholeNumber('convs', values.convs, 1);
 sharp.concurrency(threads);
 
 // Every session.run() in this process, attributed to its graph role afterwards.
@@ -70,7 +70,7 @@ let tempDir: string | undefined;
 let manifestFile = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
 if (values.heavy) {
   tempDir = await mkdtemp(join(tmpdir(), 'qr-art-heavy-inpaint-'));
-  manifestFile = await writeHeavyModels(tempDir, { convs: Number(values.convs), channels: 320, inpaint: true });
+  manifestFile = await writeHeavyModels(tempDir, { convs, channels: 320, inpaint: true });
 }
 const logger = pino({ level: 'warn', base: undefined }, pino.destination(2));
 const sessions = await createSessions(await loadManifest(manifestFile), { executionProvider: { provider: 'cpu' }, logger, intraOpThreads: threads });

@@ -5,6 +5,7 @@
  * <= 200 ms at UltraHD, for scannable and unscannable images alike.
  */
 import { parseArgs } from 'node:util';
+import { wholeNumber } from './usage-error.ts';
 import sharp from 'sharp';
 import { placementFor, renderControlImage } from '../../src/qr/control-image.ts';
 import type { QrCodePattern } from '../../src/workflows/catalogue.ts';
@@ -12,7 +13,7 @@ import { outputSize, type AspectRatio, type Resolution } from '../../src/workflo
 import { benchScanCheck, summarize } from './scan-check.ts';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '50' } }, allowPositionals: true });
-const runs = Number(values.runs);
+const runs = wholeNumber('runs', values.runs, 1);
 // One core: libvips (used only to build the scan fixtures) gets a single thread too.
 sharp.concurrency(1);
 

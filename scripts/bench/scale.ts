@@ -42,7 +42,7 @@ import { parseCreateBody } from '../../src/workflows/validate.ts';
 import { InProcessFleet } from '../keda/in-process-fleet.ts';
 import { Autoscaler, JetStreamLagReader, runAutoscaler, WORKERS_TRIGGER, type TickResult } from '../keda/simulate.ts';
 import { ExecutionLedger, SimulatedDeviceRunner } from '../keda/simulated-device-runner.ts';
-import { BenchUsageError } from './usage-error.ts';
+import { BenchUsageError, wholeNumber } from './usage-error.ts';
 
 const { values } = parseArgs({
   options: {
@@ -61,17 +61,17 @@ const { values } = parseArgs({
   },
   allowPositionals: true,
 });
-const jobs = Number(values.jobs);
+const jobs = wholeNumber('jobs', values.jobs, 1);
 const deviceMs = Number(values['device-ms']);
 const lagThresholds = values['lag-threshold'].split(',').map(Number);
 const activation = Number(values.activation);
-const maxReplicas = Number(values.max);
+const maxReplicas = wholeNumber('max', values.max, 1);
 const pollMs = Number(values['poll-ms']);
 const cooldownMs = Number(values['cooldown-s']) * 1000;
 const stabilizationMs = Number(values['stabilization-s']) * 1000;
 const podStartMs = Number(values['pod-start-ms']);
-const prefetch = Number(values.prefetch);
-const concurrency = Number(values.concurrency);
+const prefetch = wholeNumber('prefetch', values.prefetch, 0);
+const concurrency = wholeNumber('concurrency', values.concurrency, 1);
 // Comparisons with NaN (a flag that is not a number) are false, so each is refused here, not left to hang a wait.
 if (
   !(jobs >= 1 && deviceMs >= 0 && lagThresholds.every((t) => t > 0) && activation >= 0 && maxReplicas >= 1 && pollMs >= 100 && prefetch >= 0 && concurrency >= 1) ||

@@ -26,7 +26,7 @@ import { readCorpus, type CorpusImage } from './scan-corpus-files.ts';
 import { BENCH_LADDERS } from './scan-corpus-ladders.ts';
 import { Referees, type RefereeReads } from './scan-corpus-referees.ts';
 import { styledCorpus } from './scan-corpus-styled.ts';
-import { BenchUsageError } from './usage-error.ts';
+import { BenchUsageError, wholeNumber } from './usage-error.ts';
 
 const { values } = parseArgs({
   options: {
@@ -41,6 +41,10 @@ const { values } = parseArgs({
   allowPositionals: true,
 });
 sharp.concurrency(1);
+const styled = wholeNumber('styled', values.styled, 0);
+const uhdCount = wholeNumber('uhd', values.uhd, 0);
+const runs = wholeNumber('runs', values.runs, 1);
+const corpusSeed = wholeNumber('seed', values.seed, 0);
 const ladderNames = values.ladders ? values.ladders.split(',') : Object.keys(BENCH_LADDERS);
 for (const name of ladderNames) if (!BENCH_LADDERS[name]) throw new BenchUsageError(`unknown ladder ${name}; known: ${Object.keys(BENCH_LADDERS).join(', ')}`);
 
@@ -48,7 +52,8 @@ const t0 = performance.now();
 const corpus: CorpusImage[] = [];
 if (existsSync(join(values.corpus, 'corpus.json'))) corpus.push(...(await readCorpus(values.corpus)));
 else console.log(`no generated corpus in ${values.corpus} (make one: npx tsx scripts/bench/scan-corpus-make.ts)`);
-corpus.push(...(await styledCorpus(Number(values.styled), Number(values.seed))));
+corpus.push(...(await styledCorpus(styled, corpusSeed)));
+if (corpus.length === 0) throw new BenchUsageError(`no images to read: no generated corpus in ${values.corpus} and --styled 0`);
 
 interface Outcome {
   readonly read: boolean;
@@ -120,7 +125,6 @@ const timeRow = (name: string, ms: readonly number[]) => {
   const s = summarize(ms);
   return ms.length ? `${s.medianMs.toFixed(1)} / ${s.p95Ms.toFixed(1)} / ${Math.max(...ms).toFixed(1)} (${ms.length})` : 'n/a';
 };
-const uhdCount = Number(values.uhd);
 const uhdPicks = corpus.flatMap((c, i) => (c.kind === 'art' || c.kind === 'styled' ? [i] : [])).filter((_, k, all) => k % Math.max(1, Math.floor(all.length / uhdCount)) === 0).slice(0, uhdCount);
 const uhd: Array<{ image: RawImage; expected: string; codeSide: number }> = [];
 for (const i of uhdPicks) {
@@ -149,7 +153,7 @@ console.log('\nTime per scanCheck (one core, in process); targets: SD read <= 40
 console.table(timing);
 const synthetic = [];
 for (const name of ladderNames) {
-  for (const [image, t] of Object.entries(await benchScanCheck(Number(values.runs), BENCH_LADDERS[name]))) {
+  for (const [image, t] of Object.entries(await benchScanCheck(runs, BENCH_LADDERS[name]))) {
     synthetic.push({ ladder: name, image, 'ms median / p95 / max': `${t.medianMs.toFixed(1)} / ${t.p95Ms.toFixed(1)} / ${(t.maxMs ?? NaN).toFixed(1)}` });
   }
 }

@@ -12,6 +12,7 @@
  * the image as generated (whole image and the code's square), share of pixels changed, time.
  */
 import { parseArgs } from 'node:util';
+import { wholeNumber } from './usage-error.ts';
 import type { RawImage } from '../../src/image/raw.ts';
 import { regenerateCode } from '../../src/pipeline/code-regen.ts';
 import { generate, type Txt2ImgRequest } from '../../src/pipeline/txt2img.ts';
@@ -34,8 +35,8 @@ const { values } = parseArgs({
   },
   allowPositionals: true,
 });
-const total = Number(values.images);
-const steps = Number(values.steps);
+const total = wholeNumber('images', values.images, 1);
+const steps = wholeNumber('steps', values.steps, 1);
 const regenOptions = {
   ...(values.strength !== undefined ? { strength: Number(values.strength) } : {}),
   ...(values.boost !== undefined ? { controlBoost: Number(values.boost) } : {}),

@@ -72,7 +72,7 @@ import { imageMagickModelAvailable, imageMagickReads, type ImageMagickReads } fr
 import { report, type Judged, type RepairPair, type Report, type Referees, type Row } from './scan-report.ts';
 import { benchCalibration } from './scan-calibration.ts';
 import { benchVerdictTiming } from './scan-timing.ts';
-import { BenchUsageError } from './usage-error.ts';
+import { BenchUsageError, wholeNumber } from './usage-error.ts';
 
 const { values } = parseArgs({
   options: {
@@ -103,7 +103,15 @@ if (values.timing || values.calibrate) {
 }
 if (values.merge) {
   const files = values.merge.split(',');
-  const parts = await Promise.all(files.map(async (file) => JSON.parse(await readFile(file, 'utf8')) as Report));
+  const parts = await Promise.all(
+    files.map(async (file) => {
+      try {
+        return JSON.parse(await readFile(file, 'utf8')) as Report;
+      } catch (error) {
+        throw new BenchUsageError(`--merge: cannot read ${file} as a shard's rows: ${(error as Error).message}`);
+      }
+    }),
+  );
   checkShards(files, parts);
   const rows = parts.flatMap((p) => p.rows).sort((a, b) => a.index - b.index);
   const controls = parts.flatMap((p) => p.controls);
@@ -121,6 +129,7 @@ if (!(Number.isInteger(total) && total >= 1)) throw new BenchUsageError('--image
 if (!(Number.isInteger(steps) && steps >= 1)) throw new BenchUsageError('--steps must be a positive integer');
 if (!(Number.isInteger(heldOut) && heldOut >= 1)) throw new BenchUsageError('--held-out must be a positive integer');
 if (!(Number.isInteger(wholeImage) && wholeImage >= 0)) throw new BenchUsageError('--whole-image must be a whole number');
+const threads = wholeNumber('threads', values.threads, 1, 256);
 const magick = Number(values.imagemagick);
 if (!(Number.isInteger(magick) && magick >= 0)) throw new BenchUsageError('--imagemagick must be a whole number');
 if (magick > 0 && !imageMagickModelAvailable()) throw new BenchUsageError('--imagemagick needs ImageMagick and zbarimg: apt-get install imagemagick zbar-tools');
@@ -157,7 +166,7 @@ async function referees(images: readonly RawImage[], expected: string, square: S
 }
 
 const logger = pino({ level: 'warn', base: undefined }, pino.destination(2));
-const client = await InferenceClient.start({ manifestPath: DEFAULT_MANIFEST_PATH, executionProvider: { provider: 'cpu' }, logger, intraOpThreads: Number(values.threads) });
+const client = await InferenceClient.start({ manifestPath: DEFAULT_MANIFEST_PATH, executionProvider: { provider: 'cpu' }, logger, intraOpThreads: threads });
 const allJobs = benchJobs(total, mulberry32(seed));
 // Each job's first image's index over the whole run: held-out seeds follow it, whichever shard runs the job.
 const firstImage = allJobs.map((_, j) => allJobs.slice(0, j).reduce((n, job) => n + job.images, 0));

@@ -50,7 +50,7 @@ import type { JobRunner, RunHooks } from '../../src/worker/runner.ts';
 import { catalogue } from '../../src/workflows/catalogue.ts';
 import { parseCreateBody } from '../../src/workflows/validate.ts';
 import { summarize } from './scan-check.ts';
-import { BenchUsageError } from './usage-error.ts';
+import { BenchUsageError, wholeNumber } from './usage-error.ts';
 
 const PRELOAD = fileURLToPath(new URL('./ort-run-timing.cjs', import.meta.url));
 const CHANNEL = 'qr-art-ort-run-timing';
@@ -82,12 +82,12 @@ const { values } = parseArgs({
   },
   allowPositionals: true,
 });
-const jobs = Number(values.jobs);
-const steps = Number(values.steps);
-const batch = Number(values.batch);
-const threads = Number(values.threads);
-const prefetch = Number(values.prefetch);
-if (!(jobs >= 2 && steps >= 1 && batch >= 1 && batch <= 4 && threads >= 1 && prefetch >= 0)) throw new BenchUsageError('need --jobs >= 2, --steps >= 1, --batch 1..4, --threads >= 1, --prefetch >= 0');
+const jobs = wholeNumber('jobs', values.jobs, 2);
+const steps = wholeNumber('steps', values.steps, 1);
+const batch = wholeNumber('batch', values.batch, 1, 4);
+const threads = wholeNumber('threads', values.threads, 1);
+const prefetch = wholeNumber('prefetch', values.prefetch, 0);
+const convs = wholeNumber('convs', values.convs, 1);
 if (values.provider !== 'cpu' && values.provider !== 'webgpu') throw new BenchUsageError('--provider is cpu or webgpu (CUDA needs Dockerfile.cuda)');
 // The jobs' body is the API's: a --steps or --qr-repair it refuses is said now, before any server starts.
 job(0);
@@ -115,7 +115,7 @@ const flush = (): Promise<OrtRun[]> =>
 
 const temp = await mkdtemp(join(tmpdir(), 'qr-art-bench-worker-'));
 const variant = values.heavy
-  ? await writeHeavyModels(temp, { convs: Number(values.convs), channels: 320, separate: values.separate })
+  ? await writeHeavyModels(temp, { convs, channels: 320, separate: values.separate })
   : values.separate
     ? await writeManifestVariant(temp, 'pair', useSeparatePair)
     : DEFAULT_MANIFEST_PATH;

@@ -32,9 +32,10 @@ describe('a JetStream store that is full', () => {
     await ensureTopology(queue.jsm, { jobAckWaitMs: 60_000, jobMaxDeliver: 3 });
   });
   afterAll(async () => {
+    // The server first: a daemon still holding the job (the fault this guards against) must not keep it running.
+    stopServer?.();
     await daemon?.stop();
     await queue?.nc.close();
-    stopServer?.();
     await rm(dir, { recursive: true, force: true });
   });
 
