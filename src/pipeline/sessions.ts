@@ -17,7 +17,8 @@
  * kernel on the provider (ONNX Runtime's SD optimizer's CUDA-only fusions) is the graph's fault,
  * not the device's: no fallback, and the error names the operators and the fix (refusal-note.ts).
  */
-import { stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import ort from 'onnxruntime-node';
 import type { Logger } from 'pino';
@@ -207,6 +208,11 @@ async function createOn(manifest: Manifest, options: SessionOptions, provider: E
     // Exporters write a folder per graph (unet/model.onnx): naming the folder is an easy slip.
     if (!found.isFile()) {
       throw new GraphSessionError(`${shown}: is a folder, not a graph file (graphs.${role}.path in ${displayPath(manifest.file)}): name the .onnx file in it`);
+    }
+    // A file copied in as root with mode 600 (the worker runs as another user): named, with its role.
+    const unreadable = await access(file, constants.R_OK).then(() => undefined, (err: NodeJS.ErrnoException) => err.code ?? 'EACCES');
+    if (unreadable) {
+      throw new GraphSessionError(`${shown}: cannot be read (${unreadable}; graphs.${role}.path in ${displayPath(manifest.file)}): give the worker's user read access to it`);
     }
     // An interrupted copy leaves an empty file, which ONNX Runtime reports as "ModelProto does not have a graph".
     if (found.size === 0) {

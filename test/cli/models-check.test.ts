@@ -4,10 +4,10 @@
  * (optimum's UNet, which has no ControlNet inputs) it prints the start-up error with the fix and
  * exits 1. Every models subcommand answers -h with its usage.
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
+import { execFile, execFileSync } from 'node:child_process';
+import { chmod, copyFile, mkdir, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -16,6 +16,8 @@ import { checkManifest } from '../../src/cli/models-check.ts';
 import { installFaults, parseFaultSpec } from '../../src/pipeline/fault-injection.ts';
 import { setRunHook } from '../../src/pipeline/graph-session.ts';
 import { parseExecutionProvider } from '../../src/pipeline/providers.ts';
+import { writeManifestVariant } from '../../scripts/demo-models/manifest-variants.ts';
+import { runCliToExit } from '../helpers/processes.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/qr-art.js', import.meta.url));
 const MANIFEST = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
@@ -68,6 +70,21 @@ describe('qr-art models check', () => {
     } finally {
       setRunHook(undefined);
     }
+  }, 60_000);
+
+  it.skipIf(process.getuid?.() !== 0)('a graph file the worker\'s user cannot read is named with its role, not a bare EACCES', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'qrart-unreadable-'));
+    await chmod(dir, 0o755);
+    await mkdir(join(dir, 'vae_decoder'));
+    await copyFile(join(dirname(MANIFEST), 'demo/vae_decoder/model.onnx'), join(dir, 'vae_decoder/model.onnx'));
+    // Copied in as root with mode 600: the worker runs as another user.
+    await chmod(join(dir, 'vae_decoder/model.onnx'), 0o600);
+    const manifest = await writeManifestVariant(dir, 'unreadable', (m) => (m.models['demo-sd15'].graphs.vae_decoder.path = join(dir, 'vae_decoder/model.onnx')));
+    await chmod(manifest, 0o644);
+    const nobody = { uid: Number(execFileSync('id', ['-u', 'nobody']).toString()), gid: Number(execFileSync('id', ['-g', 'nobody']).toString()) };
+    const run = await runCliToExit(['models', 'check', '--manifest', manifest], { env: { ...process.env, NODE_NO_WARNINGS: '1' }, cwd: tmpdir(), user: nobody });
+    expect(run.code, run.output).toBe(1);
+    expect(run.stderr).toMatch(/vae_decoder\/model\.onnx: cannot be read \(EACCES; graphs\.vae_decoder\.path in \S*unreadable\.json\): give the worker's user read access to it/);
   }, 60_000);
 
   it('asks for --manifest, a known provider and a whole --device-id (exit 2)', async () => {
