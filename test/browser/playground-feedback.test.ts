@@ -1,6 +1,6 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, noBrowserReason } from '../helpers/browser.ts';
+import { launchBrowser, noBrowserReason, openPlayground } from '../helpers/browser.ts';
 import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
 
 /**
@@ -30,18 +30,7 @@ describe.skipIf(!!noBrowserReason)('playground feedback in a browser', () => {
     await stack?.stop();
   }, 120_000);
 
-  async function open(key?: string): Promise<Page> {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, deviceScaleFactor: 1 });
-    const page = await context.newPage();
-    page.on('pageerror', (error) => console.error('page error:', error.message));
-    await page.goto(`${stack.baseUrl}/`);
-    await page.waitForSelector('body[data-ready="true"]');
-    if (key !== undefined) {
-      await page.fill('#api-key', key);
-      await page.dispatchEvent('#api-key', 'change');
-    }
-    return page;
-  }
+  const open = (key?: string): Promise<Page> => openPlayground(browser, stack.baseUrl, key !== undefined ? { key } : {});
   const close = (page: Page) => page.context().close();
   const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

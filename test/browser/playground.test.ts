@@ -3,7 +3,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, noBrowserReason } from '../helpers/browser.ts';
+import { launchBrowser, noBrowserReason, openPlayground } from '../helpers/browser.ts';
 import { serveFiles, type FileServer } from '../helpers/file-server.ts';
 import { startTestStack, waitFor, type TestStack } from '../helpers/service.ts';
 
@@ -62,19 +62,8 @@ describe.skipIf(!!noBrowserReason)('playground in a browser', () => {
   }, 120_000);
 
   /** A fresh browser profile on the page, the key typed in when given. */
-  async function open(viewport = DESKTOP, key?: string, beforeLoad?: (page: Page) => Promise<void>): Promise<Page> {
-    const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
-    const page = await context.newPage();
-    await beforeLoad?.(page);
-    page.on('pageerror', (error) => console.error('page error:', error.message));
-    await page.goto(`${stack.baseUrl}/`);
-    await page.waitForSelector('body[data-ready="true"]');
-    if (key !== undefined) {
-      await page.fill('#api-key', key);
-      await page.dispatchEvent('#api-key', 'change');
-    }
-    return page;
-  }
+  const open = (viewport = DESKTOP, key?: string, beforeLoad?: (page: Page) => Promise<void>): Promise<Page> =>
+    openPlayground(browser, stack.baseUrl, { viewport, ...(key !== undefined ? { key } : {}), ...(beforeLoad ? { beforeLoad } : {}) });
 
   const close = (page: Page) => page.context().close();
 

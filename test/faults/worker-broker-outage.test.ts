@@ -19,6 +19,20 @@ import { waitFor } from '../helpers/service.ts';
 
 const PREDICTION = 'p-broker-outage';
 
+/** A run the test holds: `pulled` resolves when the first run starts, which then waits for `release()`. */
+function heldFirstRun() {
+  let pulled!: () => void;
+  const firstPulled = new Promise<void>((resolve) => (pulled = resolve));
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const hold = async (run: number): Promise<void> => {
+    if (run !== 1) return;
+    pulled();
+    await released;
+  };
+  return { firstPulled, release, hold };
+}
+
 describe('a worker through a NATS restart', () => {
   let storeDir: string;
   let nats: ReturnType<typeof natsOnFixedPort>;
@@ -41,18 +55,11 @@ describe('a worker through a NATS restart', () => {
 
   it('is not ready while disconnected, and hands back a job whose input failure it cannot publish; the next run publishes it', async () => {
     let runs = 0;
-    let pulled!: () => void;
-    const firstPulled = new Promise<void>((resolve) => (pulled = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const { firstPulled, release, hold } = heldFirstRun();
     daemon = oneAtATimeDaemon(queue, {
       name: 'input-fails',
       run: async () => {
-        runs++;
-        if (runs === 1) {
-          pulled();
-          await released;
-        }
+        await hold(++runs);
         throw new JobInputError('the generation does not fit in the device memory', 'out_of_memory');
       },
     });
@@ -86,16 +93,11 @@ describe('a worker through a NATS restart', () => {
     await daemon?.stop();
     const id = 'p-made-while-away';
     let runs = 0;
-    let pulled!: () => void;
-    const firstPulled = new Promise<void>((resolve) => (pulled = resolve));
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
+    const { firstPulled, release, hold } = heldFirstRun();
     daemon = oneAtATimeDaemon(queue, {
       name: 'images-while-away',
       run: async () => {
-        runs++;
-        pulled();
-        await released;
+        await hold(++runs);
         return { kind: 'images', images: [{ data: new Uint8Array([1, 2, 3, runs]), extension: 'png', isScannable: true, scanRobustness: 1 }] };
       },
     });

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 /**
  * Debian's chromium, driven by playwright-core (no browser download: .ci/run installs the
@@ -21,4 +21,23 @@ export async function launchBrowser(): Promise<Browser> {
   if (!chromiumPath) throw new Error(noBrowserReason);
   // --no-sandbox: CI runs as root, where chromium's sandbox refuses to start.
   return chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+}
+
+/** The playground at `baseUrl` in a fresh browser profile, ready; the key typed in when given. */
+export async function openPlayground(
+  browser: Browser,
+  baseUrl: string,
+  options: { viewport?: { width: number; height: number }; key?: string; beforeLoad?: (page: Page) => Promise<void> } = {},
+): Promise<Page> {
+  const context = await browser.newContext({ viewport: options.viewport ?? { width: 1280, height: 900 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  await options.beforeLoad?.(page);
+  page.on('pageerror', (error) => console.error('page error:', error.message));
+  await page.goto(`${baseUrl}/`);
+  await page.waitForSelector('body[data-ready="true"]');
+  if (options.key !== undefined) {
+    await page.fill('#api-key', options.key);
+    await page.dispatchEvent('#api-key', 'change');
+  }
+  return page;
 }
