@@ -366,7 +366,7 @@ export class InferenceClient {
     const overdue = setTimeout(() => {
       const fresh = this.thread;
       this.fail(new InferenceCrashError(`the inference thread was not ready again within ${limit} ms of its restart (a device that hangs in session creation or warm-up?)`));
-      if (fresh && !fresh.exited) void stopSessionRuns(fresh.control, () => fresh.exited, this.options.exitGraceMs ?? 10_000).then(() => fresh.worker.terminate());
+      if (fresh && !fresh.exited) this.terminate(fresh);
     }, limit);
     overdue.unref();
     this.ensureThread().then(
@@ -453,8 +453,9 @@ export class InferenceClient {
     this.thread = undefined;
     if (thread && !thread.exited) {
       const graceMs = this.options.abortGraceMs ?? 15_000;
-      await this.runsEnded(thread, graceMs);
-      // A warm-up's runs too (a thread restarting when the worker stops): none may be in flight.
+      // Its requests are aborted and it starts no more session runs; the one in flight (a job's,
+      // or a warm-up's in a thread restarting as the worker stops) is waited for.
+      for (const p of this.pending.values()) if (p.thread === thread) Atomics.store(thread.control, abortWord(p.seq), p.seq);
       if (!(await stopSessionRuns(thread.control, () => thread.exited, graceMs))) {
         this.options.logger.warn({ graceMs }, 'a session run did not return within the abort grace; terminating the inference thread under it');
       }
@@ -462,15 +463,5 @@ export class InferenceClient {
     }
     for (const p of this.pending.values()) p.reject(new Error('the inference client was closed'));
     this.pending.clear();
-  }
-
-  /** Aborts every request `thread` holds and waits, at most `graceMs`, until none it started is still running. */
-  private async runsEnded(thread: Thread, graceMs: number): Promise<void> {
-    const held = () => [...this.pending.values()].filter((p) => p.thread === thread);
-    for (const p of held()) Atomics.store(thread.control, abortWord(p.seq), p.seq);
-    const until = performance.now() + graceMs;
-    while (!thread.exited && held().some((p) => p.started) && performance.now() < until) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
   }
 }
